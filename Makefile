@@ -1,0 +1,39 @@
+# Set-up and everyday commands. `make demo` and `make test` work on a fresh machine.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export LANGSMITH_TRACING := false
+export LANGGRAPH_CLI_NO_ANALYTICS := 1
+export ANONYMIZED_TELEMETRY := False
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install demo test test-unit lint bench clean
+
+install: $(STAMP)
+
+# torch first and pinned: the pinned release is a CPU build on this machine's disk;
+# an unpinned torch (pulled in by FlagEmbedding) would download a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e . --group dev
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/mindscape demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+test-unit: $(STAMP)
+	$(PY) -m pytest -q tests/unit
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

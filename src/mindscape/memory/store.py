@@ -1,0 +1,199 @@
+"""The persistent memory store: Chroma collections (one per layer) plus the index cache.
+
+A store is a directory: Chroma's files (embedded `PersistentClient`) and `cache.sqlite3`
+(embeddings, LLM outputs, the document manifest). With a Chroma server URL the vectors go to
+an `HttpClient` and the directory keeps only the cache. Embeddings are always passed
+explicitly: Chroma's default embedding function would download a model.
+
+Retrieval reads a layer once into numpy (`LayerView`) and scores it with matrix products;
+a book of a million tokens is a few thousand rows, so this is faster than a round trip per query.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mindscape.errors import StoreError
+from mindscape.memory.cache import IndexCache
+from mindscape.memory.types import LAYERS, Layer, Unit
+
+COLLECTION_PREFIX = "mindscape_"
+
+
+@dataclass
+class LayerView:
+    """A layer (optionally restricted to some documents) held in memory."""
+
+    layer: Layer
+    units: list[Unit]
+    vecs: np.ndarray
+    """Unit-normalised float32 rows aligned with `units`."""
+
+    def __post_init__(self) -> None:
+        self.row_of = {u.id: i for i, u in enumerate(self.units)}
+
+    def __len__(self) -> int:
+        return len(self.units)
+
+    def subset(self, doc_ids: set[str] | None) -> LayerView:
+        """The rows of some documents only (all rows for None)."""
+        if doc_ids is None:
+            return self
+        rows = [i for i, u in enumerate(self.units) if u.doc_id in doc_ids]
+        return LayerView(self.layer, [self.units[i] for i in rows], self.vecs[rows])
+
+
+class MemoryStore:
+    """Chroma collections per layer + the index cache, under one directory."""
+
+    def __init__(self, path: str | Path, *, chroma_url: str | None = None, client: Any = None):
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.cache = IndexCache(self.path / "cache.sqlite3")
+        self._client = client
+        self._chroma_url = chroma_url or os.environ.get("MINDSCAPE_CHROMA_URL")
+        self._collections: dict[str, Any] = {}
+        self._views: dict[Layer, LayerView] = {}
+
+    @classmethod
+    def open_existing(cls, path: str | Path, **kw: Any) -> MemoryStore:
+        """Open a store that must already hold an index."""
+        if not (Path(path) / "cache.sqlite3").is_file():
+            raise StoreError(f"no mindscape store at {path} (run `mindscape index ... --store {path}`)")
+        return cls(path, **kw)
+
+    # -- chroma -------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        """The Chroma client, created on first use."""
+        if self._client is None:
+            import chromadb
+            from chromadb.config import Settings
+
+            settings = Settings(anonymized_telemetry=False)
+            if self._chroma_url:
+                from urllib.parse import urlparse
+
+                u = urlparse(self._chroma_url)
+                self._client = chromadb.HttpClient(
+                    host=u.hostname or "localhost",
+                    port=u.port or 8000,
+                    ssl=u.scheme == "https",
+                    settings=settings,
+                )
+            else:
+                self._client = chromadb.PersistentClient(path=str(self.path / "chroma"), settings=settings)
+        return self._client
+
+    def collection(self, layer: Layer) -> Any:
+        """The collection of a layer (cosine space, no embedding function)."""
+        if layer not in self._collections:
+            self._collections[layer] = self.client.get_or_create_collection(
+                COLLECTION_PREFIX + layer,
+                embedding_function=None,
+                metadata={"hnsw:space": "cosine"},
+            )
+        return self._collections[layer]
+
+    def upsert(self, units: list[Unit], vecs: np.ndarray) -> None:
+        """Write units with their embeddings (idempotent: ids are deterministic)."""
+        by_layer: dict[Layer, list[int]] = {}
+        for i, u in enumerate(units):
+            by_layer.setdefault(u.layer, []).append(i)
+        for layer, rows in by_layer.items():
+            col = self.collection(layer)
+            step = min(5000, self._max_batch())
+            for s in range(0, len(rows), step):
+                part = rows[s : s + step]
+                col.upsert(
+                    ids=[units[i].id for i in part],
+                    embeddings=vecs[part].astype(np.float32),
+                    documents=[units[i].text for i in part],
+                    metadatas=[_to_meta(units[i]) for i in part],
+                )
+            self._views.pop(layer, None)
+
+    def _max_batch(self) -> int:
+        try:
+            return int(self.client.get_max_batch_size())
+        except Exception:  # noqa: BLE001 - older clients; 5461 is Chroma's documented cap
+            return 5461
+
+    def delete_doc(self, doc_id: str) -> None:
+        """Remove every unit of a document from every layer."""
+        for layer in LAYERS:
+            self.collection(layer).delete(where={"doc_id": doc_id})
+            self._views.pop(layer, None)
+
+    def count(self, layer: Layer, doc_id: str | None = None) -> int:
+        """Number of units in a layer (of one document, if given)."""
+        col = self.collection(layer)
+        if doc_id is None:
+            return int(col.count())
+        return len(col.get(where={"doc_id": doc_id}, include=[])["ids"])
+
+    # -- reading ------------------------------------------------------------------
+    def view(self, layer: Layer, doc_ids: set[str] | None = None) -> LayerView:
+        """A layer in memory (loaded once, then cached until the layer is written)."""
+        if layer not in self._views:
+            got = self.collection(layer).get(include=["embeddings", "documents", "metadatas"])
+            units = [
+                _from_meta(i, d, m, layer)
+                for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+            ]
+            order = sorted(range(len(units)), key=lambda k: (units[k].doc_id, units[k].level, units[k].order))
+            emb = got["embeddings"]
+            vecs = np.asarray(emb, dtype=np.float32)[order] if len(units) else np.zeros((0, 0), np.float32)
+            self._views[layer] = LayerView(layer, [units[k] for k in order], vecs)
+        return self._views[layer].subset(doc_ids)
+
+    def documents(self) -> list[dict[str, Any]]:
+        """The finished documents of the store, from the manifest."""
+        return self.cache.docs()
+
+    def summary(self) -> dict[str, Any]:
+        """Counts per layer and the documents: what `mindscape inspect` prints."""
+        docs = self.documents()
+        return {
+            "store": str(self.path),
+            "documents": len(docs),
+            "layers": {layer: self.count(layer) for layer in LAYERS},
+            "docs": [
+                {k: d.get(k) for k in ("doc_id", "title", "tokens", "layers")} for d in docs
+            ],
+        }
+
+    def close(self) -> None:
+        """Release the cache database."""
+        self.cache.close()
+
+
+def _to_meta(u: Unit) -> dict[str, Any]:
+    return {
+        "doc_id": u.doc_id,
+        "kind": u.kind,
+        "order": u.order,
+        "level": u.level,
+        "chunk_ids": json.dumps(u.chunk_ids),
+        "meta": json.dumps(u.meta),
+    }
+
+
+def _from_meta(uid: str, text: str, m: dict[str, Any], layer: Layer) -> Unit:
+    return Unit(
+        id=uid,
+        doc_id=str(m["doc_id"]),
+        layer=layer,
+        text=text,
+        chunk_ids=json.loads(m["chunk_ids"]),
+        kind=str(m.get("kind", "")),
+        order=int(m.get("order", 0)),
+        level=int(m.get("level", 0)),
+        meta=json.loads(m.get("meta") or "{}"),
+    )

@@ -1,0 +1,70 @@
+"""Plain data types shared by the index, the retriever and the agent.
+
+Every unit of every layer keeps the ids of the source chunks it covers, so a hit in any
+layer maps back to source text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Layer = Literal["veridical", "episodic", "semantic", "outline"]
+LAYERS: tuple[Layer, ...] = ("veridical", "episodic", "semantic", "outline")
+
+
+@dataclass
+class Unit:
+    """One memory unit of one layer, anchored to source chunks."""
+
+    id: str
+    """Stable id: `<doc_id>:<layer tag>:<n>`; re-indexing the same text gives the same id."""
+    doc_id: str
+    """The document the unit belongs to."""
+    layer: Layer
+    """Which layer of the memory the unit lives in."""
+    text: str
+    """What is embedded and shown: a chunk, a summary, or an outline item with its core content."""
+    chunk_ids: list[str]
+    """Ids of the veridical chunks this unit covers (a chunk lists itself)."""
+    kind: str = ""
+    """Finer type inside the layer: chunk, session, cluster, core, section."""
+    order: int = 0
+    """Source order inside the document (chunk index, window index, section index)."""
+    level: int = 0
+    """Tree level for semantic clusters (0 = clusters of chunks); 0 elsewhere."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Extras: char spans, the chunk's window id, triples, a section title."""
+
+
+@dataclass
+class Hit:
+    """A retrieved unit with the scores that ranked it."""
+
+    layer: Layer
+    unit_id: str
+    doc_id: str
+    chunk_ids: list[str]
+    text: str
+    score_query: float = 0.0
+    """s(q, u): cosine of the query and the unit."""
+    score_signature: float = 0.0
+    """s(σ, u): cosine of the signature representation and the unit (0 without a signature)."""
+    score: float = 0.0
+    """The fused score the hit was ranked by."""
+    tokens: int = 0
+    """cl100k tokens of `text`, used for budget packing."""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SignatureUnit:
+    """One high-level unit chosen into a signature, with why it was chosen."""
+
+    unit_id: str
+    text: str
+    chunk_ids: list[str]
+    gains: dict[str, float] = field(default_factory=dict)
+    """Marginal gain terms at the step it was picked: `query`, `coverage`, `diversity`, `total`."""
+    rank: int = 0
+    """Position in the signature (0 = picked first)."""
