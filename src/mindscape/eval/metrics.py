@@ -1,0 +1,396 @@
+"""Scoring functions for the benchmark: answer matching, retrieval recall, bootstrap CIs.
+
+Every function here is pure (no I/O, no global state) and works on plain Python values,
+so it can be unit-tested on hand-made cases.
+
+Answer metrics
+    `normalize_answer` is the SQuAD normalisation. `exact_match`, `token_f1` and `rouge_l`
+    compare a prediction with one or more references and take the **max over references**
+    (NarrativeQA and FairytaleQA ship two references per question).
+    `rouge_l` is an own implementation (no `rouge-score` dependency): the F-measure of the
+    longest common subsequence of the normalised tokens.
+
+Choice and claim metrics
+    `parse_choice` / `choice_accuracy` read a multiple-choice answer written as "B", "(B)",
+    "[B]", "B) text", "Answer: B", or the option text itself. `parse_claim` /
+    `claim_correct` read a TRUE/FALSE verdict. `nocha_pair_accuracy` scores NoCha claim
+    pairs: a pair counts only if every claim of that pair is correct.
+
+Retrieval metrics
+    `recall_at_k` and `hit_at_k` compare ranked retrieved character spans with gold evidence
+    spans. Spans are half-open `[start, end)`: spans that only touch do not overlap.
+
+Confidence intervals
+    `bootstrap_ci` is a seeded percentile bootstrap of the mean.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from numbers import Integral
+from typing import Any
+
+import numpy as np
+
+Span = tuple[int, int]
+"""A half-open character interval `[start, end)`."""
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_ASCII_PUNCTUATION = frozenset(string.punctuation)
+
+
+# --------------------------------------------------------------------------- normalisation
+
+
+def _is_punctuation(char: str) -> bool:
+    """ASCII punctuation (as in SQuAD) plus any Unicode punctuation (curly quotes, dashes)."""
+    return char in _ASCII_PUNCTUATION or unicodedata.category(char).startswith("P")
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalisation: lowercase, drop punctuation and the articles a/an/the, collapse spaces.
+
+    One small extension of the official SQuAD script: Unicode punctuation (curly quotes,
+    em dashes, ...) is dropped too, not only `string.punctuation`. As in SQuAD, punctuation
+    is deleted, not replaced by a space ("well-to-do" -> "welltodo").
+    """
+    text = text.lower()
+    text = "".join(ch for ch in text if not _is_punctuation(ch))
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def normalized_tokens(text: str) -> list[str]:
+    """The whitespace tokens of `normalize_answer(text)`."""
+    return normalize_answer(text).split()
+
+
+def _as_references(refs: str | Iterable[str]) -> list[str]:
+    """Accept one reference string or an iterable of them."""
+    if isinstance(refs, str):
+        return [refs]
+    return [str(ref) for ref in refs]
+
+
+# --------------------------------------------------------------------------- open QA
+
+
+def exact_match(pred: str, refs: str | Iterable[str]) -> float:
+    """1.0 if the normalised prediction equals any normalised reference, else 0.0.
+
+    No references gives 0.0.
+    """
+    pred_norm = normalize_answer(pred)
+    return max((float(pred_norm == normalize_answer(ref)) for ref in _as_references(refs)),
+               default=0.0)
+
+
+def _f1_from_overlap(overlap: int, n_pred: int, n_ref: int, beta: float = 1.0) -> float:
+    """F-measure from an overlap count and the two lengths (0.0 when there is no overlap)."""
+    if overlap == 0:
+        return 0.0
+    precision = overlap / n_pred
+    recall = overlap / n_ref
+    beta2 = beta * beta
+    return (1 + beta2) * precision * recall / (recall + beta2 * precision)
+
+
+def _token_f1_single(pred_tokens: list[str], ref_tokens: list[str]) -> float:
+    """SQuAD token F1 for one reference. If either side is empty: 1.0 only if both are."""
+    if not pred_tokens or not ref_tokens:
+        return float(pred_tokens == ref_tokens)
+    overlap = sum((Counter(pred_tokens) & Counter(ref_tokens)).values())
+    return _f1_from_overlap(overlap, len(pred_tokens), len(ref_tokens))
+
+
+def token_f1(pred: str, refs: str | Iterable[str]) -> float:
+    """SQuAD bag-of-tokens F1 between prediction and references, max over references.
+
+    No references gives 0.0.
+    """
+    pred_tokens = normalized_tokens(pred)
+    return max((_token_f1_single(pred_tokens, normalized_tokens(ref))
+                for ref in _as_references(refs)), default=0.0)
+
+
+def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the longest common subsequence of two token sequences (O(len(a)*len(b)))."""
+    if len(a) < len(b):
+        a, b = b, a  # keep the DP row as short as possible
+    previous = [0] * (len(b) + 1)
+    for token_a in a:
+        current = [0] * (len(b) + 1)
+        for j, token_b in enumerate(b, start=1):
+            if token_a == token_b:
+                current[j] = previous[j - 1] + 1
+            else:
+                current[j] = max(previous[j], current[j - 1])
+        previous = current
+    return previous[-1]
+
+
+def _rouge_l_single(pred_tokens: list[str], ref_tokens: list[str], beta: float) -> float:
+    """ROUGE-L F-measure for one reference. If either side is empty: 1.0 only if both are."""
+    if not pred_tokens or not ref_tokens:
+        return float(pred_tokens == ref_tokens)
+    lcs = lcs_length(pred_tokens, ref_tokens)
+    return _f1_from_overlap(lcs, len(pred_tokens), len(ref_tokens), beta)
+
+
+def rouge_l(pred: str, refs: str | Iterable[str], beta: float = 1.0) -> float:
+    """ROUGE-L F-measure over SQuAD-normalised tokens, max over references.
+
+    precision = LCS / len(pred), recall = LCS / len(ref),
+    F = (1 + beta^2) * P * R / (R + beta^2 * P). `beta=1.0` (the default) is the plain F1
+    that `rouge-score` reports; the original NarrativeQA scripts used beta=1.2.
+    No references gives 0.0.
+    """
+    pred_tokens = normalized_tokens(pred)
+    return max((_rouge_l_single(pred_tokens, normalized_tokens(ref), beta)
+                for ref in _as_references(refs)), default=0.0)
+
+
+# --------------------------------------------------------------------------- multiple choice
+
+_LETTER_ONLY = re.compile(r"^[(\[]?\s*([A-Za-z])\s*[)\].:]?$")
+_BRACKETED_PREFIX = re.compile(r"^[(\[]\s*([A-Za-z])\s*[)\]]")
+_LETTER_PREFIX = re.compile(r"^([A-Z])[).:](?:\s|$)")
+# Only the keyword is case-insensitive: the letter must be a capital, so that
+# "the answer is a dog" is not read as option A.
+_ANSWER_IS = re.compile(
+    r"\b(?i:answer|option|choice)\s*(?i:is)?\s*[:\-]?\s*[(\[]?\s*([A-Z])\s*(?:[)\].:,]|\s|$)"
+)
+
+
+def _letter_to_index(letter: str, n_options: int | None) -> int | None:
+    """'A' -> 0, 'b' -> 1, ...; None if the letter is past the last option."""
+    index = ord(letter.upper()) - ord("A")
+    if n_options is not None and not 0 <= index < n_options:
+        return None
+    return index
+
+
+def _match_option_text(pred: str, options: Sequence[str]) -> int | None:
+    """Index of the option whose normalised text equals the normalised prediction."""
+    pred_norm = normalize_answer(pred)
+    if not pred_norm:
+        return None
+    for index, option in enumerate(options):
+        if normalize_answer(option) == pred_norm:
+            return index
+    return None
+
+
+def parse_choice(pred: str | int | None, options: Sequence[str] | None = None) -> int | None:
+    """Read a multiple-choice answer and return the 0-based option index, or None.
+
+    Tried in this order (the first that matches wins):
+
+    1. an int is taken as the index itself;
+    2. the option text itself (compared after SQuAD normalisation), checked first so that
+       an option such as "A dog barks" is not misread as letter A;
+    3. a bare letter, optionally bracketed: "B", "b", "(B)", "[B]", "B.", "B)";
+    4. a bracketed letter at the start: "(B) text", "[B] text";
+    5. a capital letter with ")", "." or ":" at the start: "B) text", "B. text";
+    6. "answer is B", "Answer: (B)", "option C".
+
+    Letters past the last option give None.
+    """
+    n_options = len(options) if options else None
+    if pred is None or isinstance(pred, bool):
+        return None
+    if isinstance(pred, Integral):
+        index = int(pred)
+        return index if n_options is None or 0 <= index < n_options else None
+    text = str(pred).strip()
+    if not text:
+        return None
+    if options:
+        by_text = _match_option_text(text, options)
+        if by_text is not None:
+            return by_text
+    for pattern in (_LETTER_ONLY, _BRACKETED_PREFIX, _LETTER_PREFIX, _ANSWER_IS):
+        match = pattern.search(text)
+        if match:
+            return _letter_to_index(match.group(1), n_options)
+    return None
+
+
+def _gold_index(gold: str | int, n_options: int | None) -> int:
+    """The gold option as an index: a letter ("B") or an int index."""
+    if isinstance(gold, Integral) and not isinstance(gold, bool):
+        return int(gold)
+    letter = str(gold).strip().strip("()[]").strip()
+    if len(letter) != 1 or not letter.isalpha():
+        raise ValueError(f"gold must be a single option letter or an index, got {gold!r}")
+    index = _letter_to_index(letter, n_options)
+    if index is None:
+        raise ValueError(f"gold letter {gold!r} is past the last of {n_options} options")
+    return index
+
+
+def choice_accuracy(pred: str | int | None, gold_letter: str | int,
+                    options: Sequence[str] | None = None) -> float:
+    """1.0 if the prediction picks the gold option, else 0.0 (unreadable answers score 0.0).
+
+    `pred` may be a letter in any of the forms `parse_choice` accepts, or the option text.
+    `gold_letter` is the gold letter ("B") or its 0-based index.
+    """
+    gold = _gold_index(gold_letter, len(options) if options else None)
+    return float(parse_choice(pred, options) == gold)
+
+
+# --------------------------------------------------------------------------- claims
+
+_CLAIM_WORDS = {"true": True, "yes": True, "false": False, "no": False}
+_CLAIM_STRIP = string.whitespace + string.punctuation
+
+
+def parse_claim(pred: Any) -> bool | None:
+    """Read a TRUE/FALSE verdict: true/false/yes/no in any case, or a bool. Else None.
+
+    Surrounding whitespace and punctuation are ignored ("True.", "(FALSE)", "**yes**");
+    anything else, including "true, because ...", gives None.
+    """
+    if isinstance(pred, bool):
+        return pred
+    if not isinstance(pred, str):
+        return None
+    return _CLAIM_WORDS.get(pred.strip(_CLAIM_STRIP).lower())
+
+
+def _gold_claim(gold: Any) -> bool:
+    """The gold verdict from a bool, "TRUE"/"FALSE", or a one-item list such as ["TRUE"]."""
+    if isinstance(gold, (list, tuple)) and len(gold) == 1:
+        gold = gold[0]
+    verdict = parse_claim(gold)
+    if verdict is None:
+        raise ValueError(f"gold claim label must be true/false, got {gold!r}")
+    return verdict
+
+
+def claim_correct(pred: Any, gold: Any) -> bool:
+    """True if the prediction reads as the gold verdict; unreadable predictions are wrong."""
+    verdict = parse_claim(pred)
+    return verdict is not None and verdict == _gold_claim(gold)
+
+
+def nocha_pair_accuracy(records: Iterable[Mapping[str, Any]]) -> tuple[float, int]:
+    """NoCha pair accuracy: the share of pairs whose claims are *all* judged correctly.
+
+    Each record needs `pair_index` and `correct` (bool). Returns `(accuracy, n_pairs)`;
+    with no records the accuracy is NaN and `n_pairs` is 0. Pair indices are compared as
+    given, so score one dataset at a time.
+    """
+    outcomes = pair_outcomes(records)
+    if not outcomes:
+        return math.nan, 0
+    return sum(outcomes.values()) / len(outcomes), len(outcomes)
+
+
+def pair_outcomes(records: Iterable[Mapping[str, Any]]) -> dict[Any, bool]:
+    """Map each `pair_index` to True if every claim of that pair is correct."""
+    outcomes: dict[Any, bool] = {}
+    for record in records:
+        pair = record["pair_index"]
+        outcomes[pair] = outcomes.get(pair, True) and bool(record["correct"])
+    return outcomes
+
+
+# --------------------------------------------------------------------------- retrieval
+
+
+def _is_span(item: Any) -> bool:
+    """A single span: (start, end) of two ints, or a mapping with char_start/char_end."""
+    if isinstance(item, Mapping):
+        return "char_start" in item and "char_end" in item
+    return (isinstance(item, Sequence) and not isinstance(item, str) and len(item) == 2
+            and all(isinstance(x, Integral) and not isinstance(x, bool) for x in item))
+
+
+def _as_span(item: Any) -> Span:
+    """Turn (start, end) or {"char_start", "char_end"} into a `(start, end)` tuple."""
+    if isinstance(item, Mapping):
+        return int(item["char_start"]), int(item["char_end"])
+    start, end = item
+    return int(start), int(end)
+
+
+def _item_spans(item: Any) -> list[Span]:
+    """The spans one retrieved item covers: a single span or a list of spans."""
+    if _is_span(item):
+        return [_as_span(item)]
+    return [_as_span(span) for span in item]
+
+
+def spans_overlap(a: Span, b: Span) -> bool:
+    """Half-open overlap: they share at least one character. Touching or empty spans don't."""
+    return a[0] < a[1] and b[0] < b[1] and a[0] < b[1] and b[0] < a[1]
+
+
+def _gold_hits(retrieved: Sequence[Any], gold_spans: Sequence[Any], k: int) -> list[bool]:
+    """For each gold span: is it overlapped by any of the top-k retrieved items?"""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if not gold_spans:
+        raise ValueError("gold_spans is empty: recall is undefined for a question without evidence")
+    top_spans = [span for item in list(retrieved)[:k] for span in _item_spans(item)]
+    gold = [_as_span(span) for span in gold_spans]
+    return [any(spans_overlap(g, r) for r in top_spans) for g in gold]
+
+
+def recall_at_k(retrieved_spans: Sequence[Any], gold_spans: Sequence[Any], k: int) -> float:
+    """Fraction of gold spans overlapped by at least one of the top-k retrieved items.
+
+    Definition used here (gold-span recall): with G the gold spans and R_k the spans of the
+    first k retrieved items, recall@k = |{g in G : g overlaps some r in R_k}| / |G|.
+
+    * `retrieved_spans` is ranked, best first. Each item is a span `(char_start, char_end)`
+      or a list of spans (one retrieved unit, e.g. a summary, may cover several chunks).
+    * `gold_spans` is a list of `(start, end)` or evidence dicts with `char_start`/`char_end`.
+    * Intervals are half-open `[start, end)`: (0, 10) and (10, 20) touch but do not overlap.
+    * Fewer than k retrieved items is fine (all are used). Empty gold raises ValueError.
+    """
+    hits = _gold_hits(retrieved_spans, gold_spans, k)
+    return sum(hits) / len(hits)
+
+
+def hit_at_k(retrieved_spans: Sequence[Any], gold_spans: Sequence[Any], k: int) -> float:
+    """1.0 if any gold span is overlapped by one of the top-k retrieved items, else 0.0.
+
+    Same inputs and overlap rule as `recall_at_k`.
+    """
+    return float(any(_gold_hits(retrieved_spans, gold_spans, k)))
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+
+def bootstrap_ci(values: Iterable[float], n_resamples: int = 1000, alpha: float = 0.05,
+                 seed: int = 0) -> tuple[float, float, float]:
+    """Mean and percentile-bootstrap confidence interval `(mean, low, high)`.
+
+    Resamples `values` with replacement `n_resamples` times (numpy Generator seeded with
+    `seed`, so the result is deterministic) and takes the alpha/2 and 1-alpha/2 quantiles
+    of the resampled means. No values gives (nan, nan, nan); one value v gives (v, v, v).
+    """
+    data = np.asarray(list(values), dtype=float)
+    if data.size == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(data.mean())
+    if data.size == 1:
+        return mean, mean, mean
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    rng = np.random.default_rng(seed)
+    indices = rng.integers(0, data.size, size=(n_resamples, data.size))
+    resampled_means = data[indices].mean(axis=1)
+    low, high = np.quantile(resampled_means, [alpha / 2, 1 - alpha / 2])
+    return mean, float(low), float(high)
