@@ -79,6 +79,9 @@ class FlagEmbedder(Embeddings):
                 "and weights (model hubs are not reachable)"
             )
         from FlagEmbedding import FlagModel
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # no "Loading weights" bar on every CLI run
 
         self._flag = FlagModel(
             str(path),

@@ -29,6 +29,8 @@ class ClusterParams:
     max_clusters: int = 50
     max_cluster_size: int = 24
     """Clusters above this size are clustered again locally."""
+    min_avg_size: int = 4
+    """The BIC search never tries more than n / min_avg_size components (no swarm of singletons)."""
     bic_candidates: int = 5
     """How many component counts (geometrically spaced) the BIC search tries."""
     seed: int = 224
@@ -68,7 +70,7 @@ def soft_clusters(vecs: np.ndarray, params: ClusterParams, depth: int = 0) -> li
     x = reduce_dims(vecs, min(params.reduction_dim, n - 2))
     min_k = -(-n // (2 * params.max_cluster_size))
     if depth == 0:
-        k = best_component_count(x, min_k, min(params.max_clusters, max(min_k, n // 2)), params)
+        k = best_component_count(x, min_k, min(params.max_clusters, max(min_k, n // params.min_avg_size)), params)
     else:
         k = min(n - 1, -(-n // params.max_cluster_size))
     clusters = _assign(x, k, params)
@@ -76,7 +78,7 @@ def soft_clusters(vecs: np.ndarray, params: ClusterParams, depth: int = 0) -> li
         return clusters
     out: list[list[int]] = []
     for c in clusters:
-        if len(c) > params.max_cluster_size and len(c) < n:
+        if len(c) > params.max_cluster_size:
             out.extend([[c[i] for i in sub] for sub in soft_clusters(vecs[c], params, depth + 1)])
         else:
             out.append(c)

@@ -256,7 +256,8 @@ class _DocRun:
         got = {k: v[0] for k, v in cache.get_arrays("emb", list(set(keys)), dim).items()}
         todo = sorted({k: i for i, k in enumerate(keys) if k not in got}.values())
         self.report.embed_cached += len(texts) - len(todo)
-        for s in self.ix._bar(range(0, len(todo), 64), f"{self.doc_id} · {desc}"):
+        batches = range(0, len(todo), 64)
+        for s in self.ix._bar(batches, f"{self.doc_id} · {desc}") if len(batches) > 1 else batches:
             part = todo[s : s + 64]
             t = time.perf_counter()
             vecs = encode(self.ix.embedder, [texts[i] for i in part])

@@ -1,0 +1,57 @@
+"""The `mindscape` command line.
+
+Subcommands live in `mindscape.commands.*`. Errors a user can fix (`MindscapeError`) print one
+line on stderr and exit with 2; nothing heavy is imported until a subcommand runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from mindscape import __version__
+from mindscape.errors import MindscapeError
+
+COMMANDS = ("index", "ask", "eval", "demo")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every available subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="mindscape",
+        description="Question answering over very long narratives: index a book into a layered "
+        "memory, then ask questions with the LangGraph agent.",
+    )
+    parser.add_argument("--version", action="version", version=f"mindscape {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"mindscape.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"mindscape.commands.{name}":
+                raise
+            continue
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except MindscapeError as exc:
+        print(f"mindscape: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("mindscape: interrupted; finished work is cached, rerun to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
