@@ -199,3 +199,41 @@ class DictCache:
 def scripted(*responses: Scripted, **fields: Any) -> ScriptedChatModel:
     """Shorthand: ``scripted("a", "b")`` is a ScriptedChatModel answering a then b."""
     return ScriptedChatModel(responses=list(responses), **fields)
+
+
+# ---------------------------------------------------------------------------
+# Index fakes: a deterministic embedder whose similarities mean something
+# ---------------------------------------------------------------------------
+import re as _re
+import zlib as _zlib
+
+import numpy as _np
+from langchain_core.embeddings import Embeddings as _Embeddings
+
+
+class HashingEmbedder(_Embeddings):
+    """Bag of words hashed into `dim` buckets, unit-normalised: texts sharing words are similar."""
+
+    def __init__(self, dim: int = 64) -> None:
+        self.dim = dim
+        self.model_id = f"hashing-{dim}"
+        self.calls = 0
+        self.texts_embedded = 0
+
+    def _vec(self, text: str) -> list[float]:
+        v = _np.zeros(self.dim, dtype=_np.float64)
+        for w in _re.findall(r"[a-z0-9]+", text.lower()):
+            v[_zlib.crc32(w.encode()) % self.dim] += 1.0
+        n = _np.linalg.norm(v)
+        if n == 0:
+            v[0] = 1.0
+            n = 1.0
+        return (v / n).tolist()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        self.texts_embedded += len(texts)
+        return [self._vec(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vec(text)

@@ -65,7 +65,7 @@ def soft_clusters(vecs: np.ndarray, params: ClusterParams, depth: int = 0) -> li
     `max_cluster_size` is split by a local pass with just enough components (twice at most).
     """
     n = vecs.shape[0]
-    if n <= 2:
+    if n <= 2 or float(vecs.var(axis=0).sum()) < 1e-9:  # too few, or all the same
         return [list(range(n))] if n else []
     x = reduce_dims(vecs, min(params.reduction_dim, n - 2))
     min_k = -(-n // (2 * params.max_cluster_size))

@@ -1,0 +1,145 @@
+"""The indexer end to end with a hashing fake embedder and a scripted LLM (real Chroma on disk)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mindscape.llm import LLM, LLMSettings
+from mindscape.memory.indexer import IndexConfig, Indexer
+from mindscape.memory.store import MemoryStore
+from mindscape.memory.types import LAYERS
+from tests.conftest import STORY
+from tests.fakes import HashingEmbedder, ScriptedChatModel
+
+SMALL = IndexConfig(chunk_size=64, chunk_overlap=8, window=20)
+
+
+@pytest.fixture()
+def story() -> str:
+    return STORY.read_text()
+
+
+def make(tmp_path, embedder=None, llm=None, config=SMALL):
+    store = MemoryStore(tmp_path / "store")
+    return store, Indexer(store, embedder or HashingEmbedder(), llm=llm, config=config, progress=False)
+
+
+def all_units(store, doc_id=None):
+    ids = {doc_id} if doc_id else None
+    return {u.id: u for layer in LAYERS for u in store.view(layer, ids).units}
+
+
+def test_every_unit_maps_to_existing_chunks_and_layers_are_filled(tmp_path, story):
+    store, ix = make(tmp_path)
+    report = ix.index("cin", story, title="Cinderella")
+    assert not report.skipped and all(report.layers[layer] > 0 for layer in LAYERS)
+    units = all_units(store)
+    chunk_ids = {u.id for u in units.values() if u.layer == "veridical"}
+    assert all(set(u.chunk_ids) <= chunk_ids and u.chunk_ids for u in units.values())
+    # episodic windows partition the chunks in source order, and each chunk knows its window
+    sessions = sorted(store.view("episodic").units, key=lambda u: u.order)
+    flat = [c for s in sessions for c in s.chunk_ids]
+    assert flat == [f"cin:c{i}" for i in range(len(chunk_ids))]
+    chunk = store.view("veridical").units[0]
+    assert chunk.meta["window"] == sessions[0].id
+    assert story[chunk.meta["char_start"] : chunk.meta["char_end"]] == chunk.text
+    # the semantic tree ends in one root covering every chunk
+    semantic = store.view("semantic").units
+    top = max(u.level for u in semantic)
+    roots = [u for u in semantic if u.level == top]
+    assert top == 0 or (len(roots) == 1 and set(roots[0].chunk_ids) == chunk_ids)
+    assert store.summary()["documents"] == 1
+
+
+def test_summaries_are_extractive_sentences_of_the_source(tmp_path, story):
+    store, ix = make(tmp_path)
+    ix.index("cin", story)
+    flat = " ".join(story.split())
+    for u in store.view("episodic").units:
+        assert u.text
+        first_sentence = u.text.split(". ")[0]
+        assert first_sentence[:40] in flat
+
+
+def test_reindex_unchanged_skips_and_changed_text_replaces(tmp_path, story):
+    emb = HashingEmbedder()
+    store, ix = make(tmp_path, emb)
+    ix.index("cin", story)
+    before = all_units(store)
+    n_embedded = emb.texts_embedded
+    again = ix.index("cin", story)
+    assert again.skipped and emb.texts_embedded == n_embedded
+    changed = story[: len(story) // 2]
+    r = ix.index("cin", changed)
+    assert not r.skipped and r.embed_cached > 0  # unchanged chunks came from the cache
+    after = all_units(store)
+    assert len(after) < len(before)
+    assert all(u.text in changed or u.layer != "veridical" for u in after.values())
+
+
+def test_adding_a_document_touches_only_that_document(tmp_path, story):
+    store, ix = make(tmp_path)
+    ix.index("cin", story)
+    first = {k: (u.text, u.chunk_ids) for k, u in all_units(store, "cin").items()}
+    row = store.cache.doc("cin")
+    ix.index("other", "A fox lived in the wood. It was clever. " * 30)
+    assert {k: (u.text, u.chunk_ids) for k, u in all_units(store, "cin").items()} == first
+    assert store.cache.doc("cin") == row
+    assert store.summary()["documents"] == 2
+    assert all(u.doc_id == "other" for u in all_units(store, "other").values())
+
+
+@pytest.mark.parametrize("text", ["One short sentence.", "First. Second one. Third here.", "A b c. " * 40])
+def test_tiny_documents_index_without_error(tmp_path, text):
+    store, ix = make(tmp_path)
+    r = ix.index("tiny", text)
+    assert r.layers["veridical"] >= 1 and r.layers["episodic"] >= 1 and r.layers["semantic"] >= 1
+
+
+def test_store_reloads_from_disk(tmp_path, story):
+    store, ix = make(tmp_path)
+    ix.index("cin", story)
+    units = all_units(store)
+    vecs = store.view("veridical").vecs.copy()
+    store.close()
+    again = MemoryStore(tmp_path / "store")
+    assert all_units(again).keys() == units.keys()
+    assert (again.view("veridical").vecs == vecs).all()
+
+
+def _scripted_llm(cache=None):
+    """An LLM whose fake model answers by role, recognising the prompt."""
+
+    def answer(prompt: str) -> str:
+        if "subject-relation-object" in prompt:
+            return '```json\n{"triples": [["Cinderella", "lives with", "her stepmother"]]}\n```'
+        if "outline items" in prompt:
+            section = prompt.split("<section>")[1]
+            words = section.split()
+            head, tail = " ".join(words[:7]), " ".join(words[-6:])
+            return json.dumps({"items": [{"title": "The whole part", "core": "Things happen.",
+                                          "chunks": [{"head": head, "tail": tail}]}]})
+        return "A summary written by the model."
+
+    chat = ScriptedChatModel(responses=[answer] * 1000)
+    return LLM(chat, settings=LLMSettings(backend="openai", structured="off"), cache=cache), chat
+
+
+def test_llm_roles_feed_the_layers_and_are_cached(tmp_path, story):
+    store = MemoryStore(tmp_path / "store")
+    llm, chat = _scripted_llm(store.cache)
+    ix = Indexer(store, HashingEmbedder(), llm=llm, config=SMALL, progress=False)
+    ix.index("cin", story)
+    assert {u.text for u in store.view("episodic").units} == {"A summary written by the model."}
+    chunk = store.view("veridical").units[0]
+    assert chunk.meta["triples"] == [["Cinderella", "lives with", "her stepmother"]]
+    outline = store.view("outline").units
+    assert outline and all(u.text.startswith("The whole part") for u in outline)
+    assert all(u.meta["atomic_spans"] for u in outline)
+    calls = len(chat.calls)
+    assert calls > 0
+    ix.index("cin-copy", story)  # same text, new id: every LLM output comes from the cache
+    assert len(chat.calls) == calls
+    assert llm.usage.cache_hits >= calls
