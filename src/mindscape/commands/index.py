@@ -46,18 +46,25 @@ def run_index(args: argparse.Namespace) -> int:
         for w in d.warnings:
             warn(w)
 
-    from mindscape.embeddings import load_embedder
-    from mindscape.memory.indexer import IndexConfig, Indexer
+    from mindscape.embeddings import load_embedder, spec_model_id
+    from mindscape.memory.indexer import IndexConfig, Indexer, IndexReport, is_current
     from mindscape.memory.store import MemoryStore
 
     config = IndexConfig(chunk_size=args.chunk_size, chunk_overlap=args.overlap, window=args.window)
-    embedder = load_embedder(args.embedder)
     store = MemoryStore(args.store)
-    indexer = Indexer(store, embedder, llm=llm_from_args(args, store.cache), config=config,
-                      progress=not args.quiet)
+    llm = llm_from_args(args, store.cache)
+    fingerprint = config.fingerprint(spec_model_id(args.embedder), llm.model_id if llm else "offline")
+    indexer = None  # the embedding model loads only if some document needs work
     reports = []
     for n, d in enumerate(docs, 1):
-        r = indexer.index(d.doc_id, d.text, title=d.title)
+        if is_current(store, d.doc_id, d.text, fingerprint):
+            row = store.cache.doc(d.doc_id) or {}
+            r = IndexReport(d.doc_id, skipped=True, tokens=row.get("tokens", 0), layers=row.get("layers", {}))
+        else:
+            if indexer is None:
+                indexer = Indexer(store, load_embedder(args.embedder), llm=llm, config=config,
+                                  progress=not args.quiet)
+            r = indexer.index(d.doc_id, d.text, title=d.title)
         reports.append(r)
         if not args.json:
             what = "unchanged, skipped" if r.skipped else f"{r.seconds:.1f}s"

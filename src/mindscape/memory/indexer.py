@@ -98,6 +98,10 @@ class Indexer:
         self.llm_id = getattr(llm, "model_id", "offline") if llm is not None else "offline"
 
     # -- public ------------------------------------------------------------------------
+    def is_current(self, doc_id: str, text: str) -> bool:
+        """True when `doc_id` holds exactly this text, indexed with this configuration."""
+        return is_current(self.store, doc_id, text, self.config.fingerprint(self.emb_id, self.llm_id))
+
     def index(self, doc_id: str, text: str, *, title: str | None = None) -> IndexReport:
         """Index one document (skipped when the same text was already indexed the same way)."""
         t0 = time.perf_counter()
@@ -105,10 +109,7 @@ class Indexer:
         content_hash = content_key(text)
         fingerprint = self.config.fingerprint(self.emb_id, self.llm_id)
         row = self.store.cache.doc(doc_id)
-        if row and row["status"] == "done" and (row["content_hash"], row["config_hash"]) == (
-            content_hash,
-            fingerprint,
-        ):
+        if is_current(self.store, doc_id, text, fingerprint):
             report.skipped = True
             report.layers = row.get("layers", {})
             report.tokens = row.get("tokens", 0)
@@ -145,6 +146,13 @@ class Indexer:
         from tqdm import tqdm
 
         return tqdm(iterable, desc=desc, total=total, file=sys.stderr, leave=False, unit="it")
+
+
+def is_current(store: MemoryStore, doc_id: str, text: str, fingerprint: str) -> bool:
+    """Whether the store's manifest says `doc_id` is done with this text and fingerprint."""
+    row = store.cache.doc(doc_id)
+    return bool(row and row["status"] == "done" and row["content_hash"] == content_key(text)
+                and row["config_hash"] == fingerprint)
 
 
 class _Timer:
