@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mindscape.errors import MindscapeError
+
 BENCH_ENV_VAR = "MINDSCAPE_BENCH"
 """Environment variable that points at the bench directory."""
 
@@ -57,7 +59,7 @@ TASK_NAMES: dict[str, str] = {
 """Bench task name -> the system's task name."""
 
 
-class BenchError(Exception):
+class BenchError(MindscapeError):
     """A problem with the bench data: missing directory, unknown dataset or split."""
 
 
