@@ -1,0 +1,64 @@
+"""The store against a real Chroma server on 127.0.0.1 (`HttpClient`), started by the test."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from mindscape.memory.indexer import IndexConfig, Indexer
+from mindscape.memory.store import MemoryStore
+from tests.conftest import STORY
+from tests.fakes import HashingEmbedder
+
+pytestmark = pytest.mark.integration
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def chroma_url(tmp_path_factory):
+    exe = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
+    if not Path(exe).exists():
+        pytest.skip("the chroma server CLI is not installed")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [exe, "run", "--path", str(tmp_path_factory.mktemp("chroma-server")), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.fail("chroma server did not start")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def test_index_into_a_chroma_server(tmp_path, chroma_url):
+    store = MemoryStore(tmp_path / "cache-only", chroma_url=chroma_url)
+    report = Indexer(store, HashingEmbedder(), config=IndexConfig(chunk_size=64), progress=False).index(
+        "cin", STORY.read_text()
+    )
+    assert not (tmp_path / "cache-only" / "chroma").exists()  # vectors went to the server
+    again = MemoryStore(tmp_path / "cache-only", chroma_url=chroma_url)
+    assert {layer: again.count(layer) for layer in report.layers} == report.layers
+    assert len(again.view("veridical").units) == report.layers["veridical"]
