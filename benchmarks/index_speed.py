@@ -48,7 +48,9 @@ def pick_book(bench: Path, doc_id: str | None, split: str | None, target: int | 
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--bench", default=str(REPO.parent / "shared" / "bench"))
     ap.add_argument("--doc-id", default=None, help="default: the dev book closest to 100K tokens")
     ap.add_argument("--skip-rss", action="store_true", help="skip the longest-book memory run")
@@ -79,8 +81,18 @@ def main() -> None:
         reindex_s = time.perf_counter() - t0
         assert again.skipped
         jsonl = bench / "narrativeqa_lit" / "documents.jsonl"
-        cmd = [sys.executable, "-m", "mindscape", "index", str(jsonl), "--doc-id", book["doc_id"],
-               "--store", str(Path(tmp) / "store"), "--quiet"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "mindscape",
+            "index",
+            str(jsonl),
+            "--doc-id",
+            book["doc_id"],
+            "--store",
+            str(Path(tmp) / "store"),
+            "--quiet",
+        ]
         store.close()
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, capture_output=True)
@@ -103,8 +115,10 @@ def main() -> None:
     print(f"index           {index_s:.1f} s   stages: {out['stage_s']}")
     print(f"embedding only  {embed_only_s:.1f} s for the same {len(texts)} units")
     print(f"ratio           {out['ratio']:.3f}   (target <= 1.15)")
-    print(f"re-index        {reindex_s * 1000:.1f} ms in process = {out['reindex_fraction']:.5f} of the first "
-          f"(target <= 0.03); CLI process {reindex_cli_s:.2f} s = {out['reindex_cli_fraction']:.3f}")
+    print(
+        f"re-index        {reindex_s * 1000:.1f} ms in process = {out['reindex_fraction']:.5f} of the first "
+        f"(target <= 0.03); CLI process {reindex_cli_s:.2f} s = {out['reindex_cli_fraction']:.3f}"
+    )
 
     if not args.skip_rss:
         longest = pick_book(bench, None, None, None)
@@ -112,16 +126,33 @@ def main() -> None:
             jsonl = bench / "narrativeqa_lit" / "documents.jsonl"
             t0 = time.perf_counter()
             subprocess.run(
-                [sys.executable, "-m", "mindscape", "index", str(jsonl), "--doc-id", longest["doc_id"],
-                 "--store", str(Path(tmp) / "s"), "--quiet"],
-                check=True, capture_output=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "mindscape",
+                    "index",
+                    str(jsonl),
+                    "--doc-id",
+                    longest["doc_id"],
+                    "--store",
+                    str(Path(tmp) / "s"),
+                    "--quiet",
+                ],
+                check=True,
+                capture_output=True,
             )
             secs = time.perf_counter() - t0
         peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 / 1024
-        out.update(longest=longest["doc_id"], longest_tokens=longest["approx_tokens"],
-                   longest_index_s=round(secs, 1), peak_rss_gb=round(peak_gb, 3))
-        print(f"longest book    {longest['title']} (~{longest['approx_tokens']} tokens): "
-              f"{secs:.0f} s, peak RSS {peak_gb:.2f} GB (target <= 2.5)")
+        out.update(
+            longest=longest["doc_id"],
+            longest_tokens=longest["approx_tokens"],
+            longest_index_s=round(secs, 1),
+            peak_rss_gb=round(peak_gb, 3),
+        )
+        print(
+            f"longest book    {longest['title']} (~{longest['approx_tokens']} tokens): "
+            f"{secs:.0f} s, peak RSS {peak_gb:.2f} GB (target <= 2.5)"
+        )
     print(json.dumps(out))
 
 

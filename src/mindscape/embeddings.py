@@ -236,4 +236,6 @@ def load_embedder(spec: str | None = None, *, pooling: str | None = None) -> Emb
         raise ModelError(
             f"embedding model path not found: {spec} (use 'minilm' or a local model directory)"
         )
-    return FlagEmbedder(path, pooling=pooling or "cls", max_length=512, model_id=spec_model_id(spec))
+    return FlagEmbedder(
+        path, pooling=pooling or "cls", max_length=512, model_id=spec_model_id(spec)
+    )

@@ -81,7 +81,11 @@ def read_jsonl(path: Path, doc_ids: set[str] | None = None) -> list[SourceDoc]:
             continue
         if not row["text"].strip():
             raise InputError(f"{path}:{n}: document {row['doc_id']} has empty text")
-        docs.append(SourceDoc(str(row["doc_id"]), row["text"], row.get("title"), f"{path}:{n}", list(warnings)))
+        docs.append(
+            SourceDoc(
+                str(row["doc_id"]), row["text"], row.get("title"), f"{path}:{n}", list(warnings)
+            )
+        )
     return docs
 
 

@@ -33,7 +33,16 @@ def chroma_url(tmp_path_factory):
         pytest.skip("the chroma server CLI is not installed")
     port = _free_port()
     proc = subprocess.Popen(
-        [exe, "run", "--path", str(tmp_path_factory.mktemp("chroma-server")), "--host", "127.0.0.1", "--port", str(port)],
+        [
+            exe,
+            "run",
+            "--path",
+            str(tmp_path_factory.mktemp("chroma-server")),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -55,9 +64,9 @@ def chroma_url(tmp_path_factory):
 
 def test_index_into_a_chroma_server(tmp_path, chroma_url):
     store = MemoryStore(tmp_path / "cache-only", chroma_url=chroma_url)
-    report = Indexer(store, HashingEmbedder(), config=IndexConfig(chunk_size=64), progress=False).index(
-        "cin", STORY.read_text()
-    )
+    report = Indexer(
+        store, HashingEmbedder(), config=IndexConfig(chunk_size=64), progress=False
+    ).index("cin", STORY.read_text())
     assert not (tmp_path / "cache-only" / "chroma").exists()  # vectors went to the server
     again = MemoryStore(tmp_path / "cache-only", chroma_url=chroma_url)
     assert {layer: again.count(layer) for layer in report.layers} == report.layers

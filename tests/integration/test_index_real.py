@@ -31,7 +31,9 @@ def embedder():
 def indexed(tmp_path_factory, embedder):
     path = tmp_path_factory.mktemp("real") / "store"
     store = MemoryStore(path)
-    Indexer(store, embedder, progress=False).index("cinderella", STORY.read_text(), title="Cinderella")
+    Indexer(store, embedder, progress=False).index(
+        "cinderella", STORY.read_text(), title="Cinderella"
+    )
     return path
 
 
@@ -110,9 +112,21 @@ def test_killed_index_resumes_without_losing_finished_work(tmp_path, embedder):
     doc_id = _shortest_nqa_doc()
     src = str(BENCH / "narrativeqa_lit" / "documents.jsonl")
     store = tmp_path / "killed"
-    args = [sys.executable, "-m", "mindscape", "index", src, "--doc-id", doc_id, "--store", str(store), "--quiet"]
-    proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    args = [
+        sys.executable,
+        "-m",
+        "mindscape",
+        "index",
+        src,
+        "--doc-id",
+        doc_id,
+        "--store",
+        str(store),
+        "--quiet",
+    ]
+    proc = subprocess.Popen(
+        args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
     cached = _wait_for_cached_rows(store / "cache.sqlite3", proc)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -125,7 +139,9 @@ def test_killed_index_resumes_without_losing_finished_work(tmp_path, embedder):
     assert cli("index", src, "--doc-id", doc_id, "--store", str(clean), "--quiet").returncode == 0
     a, b = MemoryStore(store), MemoryStore(clean)
     for layer in LAYERS:
-        assert {u.id: u.text for u in a.view(layer).units} == {u.id: u.text for u in b.view(layer).units}
+        assert {u.id: u.text for u in a.view(layer).units} == {
+            u.id: u.text for u in b.view(layer).units
+        }
 
 
 def _shortest_nqa_doc() -> str:

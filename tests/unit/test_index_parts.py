@@ -33,7 +33,11 @@ def test_sentences_keep_abbreviations_initials_and_quotes_together():
 
 def test_sentences_split_at_blank_lines_and_trim_whitespace():
     text = "  CHAPTER I  \n\n  It was night. It rained.  "
-    assert [text[s:e] for s, e in split_sentences(text)] == ["CHAPTER I", "It was night.", "It rained."]
+    assert [text[s:e] for s, e in split_sentences(text)] == [
+        "CHAPTER I",
+        "It was night.",
+        "It rained.",
+    ]
 
 
 # -- chunker --------------------------------------------------------------------------------
@@ -118,7 +122,9 @@ def test_soft_clusters_find_separated_groups_and_cap_size():
 def test_extractive_summary_prefers_central_sentences_in_source_order():
     vecs = np.array([[1, 0, 0], [0.9, 0.1, 0], [0.95, 0.05, 0], [0, 0, 1]], dtype=np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    bank = SentenceBank(["a " * 8, "b " * 8, "c " * 8, "outlier " * 8], np.array([8, 8, 8, 8]), vecs)
+    bank = SentenceBank(
+        ["a " * 8, "b " * 8, "c " * 8, "outlier " * 8], np.array([8, 8, 8, 8]), vecs
+    )
     picked = extractive_summary(bank, [0, 1, 2, 3], max_tokens=16)
     assert picked == sorted(picked) and 3 not in picked and len(picked) == 2
     assert extractive_summary(bank, [3, 2, 1, 0], max_tokens=16) == picked
@@ -188,7 +194,9 @@ def test_sources_decode_cp1252_with_a_warning():
 
 def test_sources_jsonl_filters_and_checks(tmp_path):
     p = tmp_path / "documents.jsonl"
-    p.write_text('{"doc_id": "a", "text": "A story.", "title": "A"}\n{"doc_id": "b", "text": "B."}\n')
+    p.write_text(
+        '{"doc_id": "a", "text": "A story.", "title": "A"}\n{"doc_id": "b", "text": "B."}\n'
+    )
     assert [d.doc_id for d in load_sources([p])] == ["a", "b"]
     assert [d.doc_id for d in load_sources([p], ["b"])] == ["b"]
     with pytest.raises(InputError, match="not found"):

@@ -23,7 +23,9 @@ def story() -> str:
 
 def make(tmp_path, embedder=None, llm=None, config=SMALL):
     store = MemoryStore(tmp_path / "store")
-    return store, Indexer(store, embedder or HashingEmbedder(), llm=llm, config=config, progress=False)
+    return store, Indexer(
+        store, embedder or HashingEmbedder(), llm=llm, config=config, progress=False
+    )
 
 
 def all_units(store, doc_id=None):
@@ -91,7 +93,9 @@ def test_adding_a_document_touches_only_that_document(tmp_path, story):
     assert all(u.doc_id == "other" for u in all_units(store, "other").values())
 
 
-@pytest.mark.parametrize("text", ["One short sentence.", "First. Second one. Third here.", "A b c. " * 40])
+@pytest.mark.parametrize(
+    "text", ["One short sentence.", "First. Second one. Third here.", "A b c. " * 40]
+)
 def test_tiny_documents_index_without_error(tmp_path, text):
     store, ix = make(tmp_path)
     r = ix.index("tiny", text)
@@ -119,8 +123,17 @@ def _scripted_llm(cache=None):
             section = prompt.split("<section>")[1]
             words = section.split()
             head, tail = " ".join(words[:7]), " ".join(words[-6:])
-            return json.dumps({"items": [{"title": "The whole part", "core": "Things happen.",
-                                          "chunks": [{"head": head, "tail": tail}]}]})
+            return json.dumps(
+                {
+                    "items": [
+                        {
+                            "title": "The whole part",
+                            "core": "Things happen.",
+                            "chunks": [{"head": head, "tail": tail}],
+                        }
+                    ]
+                }
+            )
         return "A summary written by the model."
 
     chat = ScriptedChatModel(responses=[answer] * 1000)

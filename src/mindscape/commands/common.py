@@ -33,7 +33,9 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
         help="offline extractive backend (default) or an OpenAI-compatible endpoint ($MINDSCAPE_LLM_BACKEND)",
     )
     p.add_argument("--model", default=None, help="chat model id ($MINDSCAPE_LLM_MODEL)")
-    p.add_argument("--base-url", default=None, help="OpenAI-compatible base URL ($MINDSCAPE_LLM_BASE_URL)")
+    p.add_argument(
+        "--base-url", default=None, help="OpenAI-compatible base URL ($MINDSCAPE_LLM_BASE_URL)"
+    )
 
 
 def llm_from_args(args: argparse.Namespace, cache: Any = None) -> Any:

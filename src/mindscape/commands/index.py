@@ -19,13 +19,34 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("files", nargs="+", metavar="FILE", help=".txt, .md or documents.jsonl")
     add_store_option(p)
-    p.add_argument("--doc-id", action="append", default=None, metavar="ID",
-                   help="only these documents of a .jsonl input (repeatable)")
-    p.add_argument("--chunk-size", type=int, default=128, help="tokens per chunk (default %(default)s)")
-    p.add_argument("--overlap", type=int, default=16, help="overlap tokens between chunks (default %(default)s)")
-    p.add_argument("--window", type=int, default=20, help="chunks per episodic session, W (default %(default)s)")
+    p.add_argument(
+        "--doc-id",
+        action="append",
+        default=None,
+        metavar="ID",
+        help="only these documents of a .jsonl input (repeatable)",
+    )
+    p.add_argument(
+        "--chunk-size", type=int, default=128, help="tokens per chunk (default %(default)s)"
+    )
+    p.add_argument(
+        "--overlap",
+        type=int,
+        default=16,
+        help="overlap tokens between chunks (default %(default)s)",
+    )
+    p.add_argument(
+        "--window",
+        type=int,
+        default=20,
+        help="chunks per episodic session, W (default %(default)s)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--json", action="store_true", help="print the per-document reports and store summary as JSON")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the per-document reports and store summary as JSON",
+    )
     add_model_options(p)
     p.set_defaults(func=run_index)
 
@@ -53,23 +74,35 @@ def run_index(args: argparse.Namespace) -> int:
     config = IndexConfig(chunk_size=args.chunk_size, chunk_overlap=args.overlap, window=args.window)
     store = MemoryStore(args.store)
     llm = llm_from_args(args, store.cache)
-    fingerprint = config.fingerprint(spec_model_id(args.embedder), llm.model_id if llm else "offline")
+    fingerprint = config.fingerprint(
+        spec_model_id(args.embedder), llm.model_id if llm else "offline"
+    )
     indexer = None  # the embedding model loads only if some document needs work
     reports = []
     for n, d in enumerate(docs, 1):
         if is_current(store, d.doc_id, d.text, fingerprint):
             row = store.cache.doc(d.doc_id) or {}
-            r = IndexReport(d.doc_id, skipped=True, tokens=row.get("tokens", 0), layers=row.get("layers", {}))
+            r = IndexReport(
+                d.doc_id, skipped=True, tokens=row.get("tokens", 0), layers=row.get("layers", {})
+            )
         else:
             if indexer is None:
-                indexer = Indexer(store, load_embedder(args.embedder), llm=llm, config=config,
-                                  progress=not args.quiet)
+                indexer = Indexer(
+                    store,
+                    load_embedder(args.embedder),
+                    llm=llm,
+                    config=config,
+                    progress=not args.quiet,
+                )
             r = indexer.index(d.doc_id, d.text, title=d.title)
         reports.append(r)
         if not args.json:
             what = "unchanged, skipped" if r.skipped else f"{r.seconds:.1f}s"
             layers = ", ".join(f"{k} {v}" for k, v in r.layers.items())
-            print(f"[{n}/{len(docs)}] {d.doc_id}: {r.tokens} tokens; {layers} ({what})", file=sys.stderr)
+            print(
+                f"[{n}/{len(docs)}] {d.doc_id}: {r.tokens} tokens; {layers} ({what})",
+                file=sys.stderr,
+            )
     summary = store.summary()
     if args.json:
         print(json.dumps({"reports": [asdict(r) for r in reports], **summary}, indent=2))

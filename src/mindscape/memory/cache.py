@@ -90,7 +90,9 @@ class IndexCache:
 
     def put_arrays(self, ns: str, items: dict[str, np.ndarray]) -> None:
         """Cache float32 arrays."""
-        self.put_many(ns, {k: np.ascontiguousarray(v, np.float32).tobytes() for k, v in items.items()})
+        self.put_many(
+            ns, {k: np.ascontiguousarray(v, np.float32).tobytes() for k, v in items.items()}
+        )
 
     # -- manifest -----------------------------------------------------------------
     def doc(self, doc_id: str) -> dict[str, Any] | None:
@@ -110,7 +112,9 @@ class IndexCache:
             **json.loads(row[4] or "{}"),
         }
 
-    def set_doc(self, doc_id: str, content_hash: str, config_hash: str, status: str, **info: Any) -> None:
+    def set_doc(
+        self, doc_id: str, content_hash: str, config_hash: str, status: str, **info: Any
+    ) -> None:
         """Write a document's manifest row."""
         with self._lock:
             self._db.execute(

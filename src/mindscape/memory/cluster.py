@@ -53,7 +53,10 @@ def best_component_count(x: np.ndarray, min_k: int, max_k: int, params: ClusterP
     num = min(params.bic_candidates, max_k - min_k + 1)
     grid = np.unique(np.geomspace(min_k, max_k, num=num).round().astype(int))
     bics = [
-        GaussianMixture(n_components=int(k), covariance_type="diag", random_state=params.seed).fit(x).bic(x) for k in grid
+        GaussianMixture(n_components=int(k), covariance_type="diag", random_state=params.seed)
+        .fit(x)
+        .bic(x)
+        for k in grid
     ]
     return int(grid[int(np.argmin(bics))])
 
@@ -70,7 +73,9 @@ def soft_clusters(vecs: np.ndarray, params: ClusterParams, depth: int = 0) -> li
     x = reduce_dims(vecs, min(params.reduction_dim, n - 2))
     min_k = -(-n // (2 * params.max_cluster_size))
     if depth == 0:
-        k = best_component_count(x, min_k, min(params.max_clusters, max(min_k, n // params.min_avg_size)), params)
+        k = best_component_count(
+            x, min_k, min(params.max_clusters, max(min_k, n // params.min_avg_size)), params
+        )
     else:
         k = min(n - 1, -(-n // params.max_cluster_size))
     clusters = _assign(x, k, params)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -100,7 +100,9 @@ class Indexer:
     # -- public ------------------------------------------------------------------------
     def is_current(self, doc_id: str, text: str) -> bool:
         """True when `doc_id` holds exactly this text, indexed with this configuration."""
-        return is_current(self.store, doc_id, text, self.config.fingerprint(self.emb_id, self.llm_id))
+        return is_current(
+            self.store, doc_id, text, self.config.fingerprint(self.emb_id, self.llm_id)
+        )
 
     def index(self, doc_id: str, text: str, *, title: str | None = None) -> IndexReport:
         """Index one document (skipped when the same text was already indexed the same way)."""
@@ -151,8 +153,12 @@ class Indexer:
 def is_current(store: MemoryStore, doc_id: str, text: str, fingerprint: str) -> bool:
     """Whether the store's manifest says `doc_id` is done with this text and fingerprint."""
     row = store.cache.doc(doc_id)
-    return bool(row and row["status"] == "done" and row["content_hash"] == content_key(text)
-                and row["config_hash"] == fingerprint)
+    return bool(
+        row
+        and row["status"] == "done"
+        and row["content_hash"] == content_key(text)
+        and row["config_hash"] == fingerprint
+    )
 
 
 class _Timer:
@@ -179,7 +185,9 @@ class _DocRun:
 
     def build(self) -> tuple[list[Unit], np.ndarray]:
         with self.ix._stage(self.report, "chunk"):
-            self.chunks = chunk_text(self.text, self.ix.counter, self.cfg.chunk_size, self.cfg.chunk_overlap)
+            self.chunks = chunk_text(
+                self.text, self.ix.counter, self.cfg.chunk_size, self.cfg.chunk_overlap
+            )
         self.chunk_ids = [f"{self.doc_id}:c{c.index}" for c in self.chunks]
         with self.ix._stage(self.report, "embed_chunks"):
             chunk_vecs = self._embed_chunks()
@@ -201,7 +209,11 @@ class _DocRun:
                 chunk_ids=[cid],
                 kind="chunk",
                 order=c.index,
-                meta={"char_start": c.char_start, "char_end": c.char_end, **self.chunk_meta.get(c.index, {})},
+                meta={
+                    "char_start": c.char_start,
+                    "char_end": c.char_end,
+                    **self.chunk_meta.get(c.index, {}),
+                },
             )
             for cid, c in zip(self.chunk_ids, self.chunks, strict=True)
         ]
@@ -222,7 +234,9 @@ class _DocRun:
         dim = 0
         if todo:
             probe = self.ix.embedder
-            dim = probe.dimension if isinstance(probe, FlagEmbedder) else len(probe.embed_query("x"))
+            dim = (
+                probe.dimension if isinstance(probe, FlagEmbedder) else len(probe.embed_query("x"))
+            )
             got = cache.get_arrays("emb", keys, dim)
             todo = [i for i, k in enumerate(keys) if k not in got]
         self.report.embed_cached += len(self.chunks) - len(todo)
@@ -231,7 +245,9 @@ class _DocRun:
         for s in bar:
             part = todo[s : s + batch]
             chunk_v, sent_v = self._encode_with_sentences([self.chunks[i] for i in part])
-            fresh = {keys[i]: np.vstack([chunk_v[j : j + 1], sent_v[j]]) for j, i in enumerate(part)}
+            fresh = {
+                keys[i]: np.vstack([chunk_v[j : j + 1], sent_v[j]]) for j, i in enumerate(part)
+            }
             cache.put_arrays("emb", fresh)
             got.update(fresh)
             self.report.embedded += len(part)
@@ -300,7 +316,9 @@ class _DocRun:
         return sorted({s for i in chunk_indices for s in self.chunk_sents[i]})
 
     # -- summaries ---------------------------------------------------------------------------------
-    def _summary(self, sent_ids: list[int], passages: list[str], template: str, budget: int) -> tuple[str, list[int]]:
+    def _summary(
+        self, sent_ids: list[int], passages: list[str], template: str, budget: int
+    ) -> tuple[str, list[int]]:
         """A summary: extractive offline (returns the picked sentence ids), else by the LLM."""
         if self.llm is None:
             picked = extractive_summary(self.bank, sent_ids, max_tokens=budget)
@@ -315,14 +333,25 @@ class _DocRun:
         for w, rng in enumerate(self.ix._bar(wins, f"{self.doc_id} · episodic")):
             idx = list(rng)
             text, _ = self._summary(
-                self._sents_of(idx), [self.chunks[i].text for i in idx], summary_prompt.SESSION, self.cfg.summary_tokens
+                self._sents_of(idx),
+                [self.chunks[i].text for i in idx],
+                summary_prompt.SESSION,
+                self.cfg.summary_tokens,
             )
             uid = f"{self.doc_id}:e{w}"
             for i in idx:
                 self.chunk_meta.setdefault(i, {})["window"] = uid
             self.units.append(
-                Unit(uid, self.doc_id, "episodic", text, [self.chunk_ids[i] for i in idx], kind="session", order=w,
-                     meta={"chunk_range": [idx[0], idx[-1]]})
+                Unit(
+                    uid,
+                    self.doc_id,
+                    "episodic",
+                    text,
+                    [self.chunk_ids[i] for i in idx],
+                    kind="session",
+                    order=w,
+                    meta={"chunk_range": [idx[0], idx[-1]]},
+                )
             )
 
     def _semantic(self, chunk_vecs: np.ndarray) -> None:
@@ -347,35 +376,56 @@ class _DocRun:
                 new_members.append(sorted({m for i in c for m in members[i]}))
                 new_sents.append(picked)
                 new_texts.append(text)
-            start = len(self.units)
             for n, (m, text) in enumerate(zip(new_members, new_texts, strict=True)):
                 self.units.append(
-                    Unit(f"{self.doc_id}:s{level}.{n}", self.doc_id, "semantic", text,
-                         [self.chunk_ids[i] for i in m], kind="cluster", order=n, level=level)
+                    Unit(
+                        f"{self.doc_id}:s{level}.{n}",
+                        self.doc_id,
+                        "semantic",
+                        text,
+                        [self.chunk_ids[i] for i in m],
+                        kind="cluster",
+                        order=n,
+                        level=level,
+                    )
                 )
             if len(clusters) >= len(members):  # no reduction: the next level would repeat this one
                 break
             members, sents, texts = new_members, new_sents, new_texts
             vecs = self._embed_texts(new_texts, "embed summaries")
-            del start
 
     def _outline(self) -> None:
         for n, sec in enumerate(self.ix._bar(self._sections(), f"{self.doc_id} · outline")):
-            idx = [c.index for c in self.chunks if c.char_start < sec.end and c.char_end > sec.start]
+            idx = [
+                c.index for c in self.chunks if c.char_start < sec.end and c.char_end > sec.start
+            ]
             if not idx:
                 continue
             if self.llm is None:
-                core, _ = self._summary(self._sents_of(idx), [], "", self.cfg.core_tokens)
-                self._add_outline(len(self.units), sec.title, core, idx, order=n)
+                core = self.bank.join(
+                    extractive_summary(
+                        self.bank, self._sents_of(idx), max_tokens=self.cfg.core_tokens
+                    )
+                )
+                self._add_outline(sec.title, core, idx, order=n)
             else:
                 self._outline_llm(sec, idx, n)
 
-    def _add_outline(self, _pos: int, title: str, core: str, idx: list[int], *, order: int, meta: dict | None = None) -> None:
+    def _add_outline(
+        self, title: str, core: str, idx: list[int], *, order: int, meta: dict | None = None
+    ) -> None:
         n = sum(u.layer == "outline" for u in self.units)
         self.units.append(
-            Unit(f"{self.doc_id}:o{n}", self.doc_id, "outline", f"{title}: {core}" if title else core,
-                 [self.chunk_ids[i] for i in idx], kind="section", order=order,
-                 meta={"title": title, "core": core, **(meta or {})})
+            Unit(
+                f"{self.doc_id}:o{n}",
+                self.doc_id,
+                "outline",
+                f"{title}: {core}" if title else core,
+                [self.chunk_ids[i] for i in idx],
+                kind="section",
+                order=order,
+                meta={"title": title, "core": core, **(meta or {})},
+            )
         )
 
     def _sections(self) -> list[Section]:
@@ -388,7 +438,9 @@ class _DocRun:
             ]
         out: list[Section] = []
         for sec in secs:
-            idx = [c.index for c in self.chunks if c.char_start < sec.end and c.char_end > sec.start]
+            idx = [
+                c.index for c in self.chunks if c.char_start < sec.end and c.char_end > sec.start
+            ]
             size = self.cfg.max_section_chunks
             if len(idx) <= size:
                 out.append(sec)
@@ -419,19 +471,38 @@ class _DocRun:
             spans = []
             for anchor in item.get("chunks") or []:
                 if isinstance(anchor, dict):
-                    span = resolve_anchor(section_text, str(anchor.get("head", "")), str(anchor.get("tail", "")))
+                    span = resolve_anchor(
+                        section_text, str(anchor.get("head", "")), str(anchor.get("tail", ""))
+                    )
                     if span:
                         spans.append((span[0] + sec.start, span[1] + sec.start))
-            covered = [i for i in idx if any(self.chunks[i].char_start < e and self.chunks[i].char_end > s for s, e in spans)]
-            self._add_outline(0, str(item.get("title", sec.title)), str(item.get("core", "")),
-                              covered or idx, order=order, meta={"atomic_spans": spans})
+            covered = [
+                i
+                for i in idx
+                if any(
+                    self.chunks[i].char_start < e and self.chunks[i].char_end > s for s, e in spans
+                )
+            ]
+            self._add_outline(
+                str(item.get("title", sec.title)),
+                str(item.get("core", "")),
+                covered or idx,
+                order=order,
+                meta={"atomic_spans": spans},
+            )
 
     def _triples(self) -> None:
         for i in self.ix._bar(range(len(self.chunks)), f"{self.doc_id} · triples"):
-            prompt = prompts.render(triples_prompt.USER, passage=self.chunks[i].text, max_triples=12)
-            data = self.llm.complete_json(prompt, system=triples_prompt.SYSTEM, role="index_triples")
+            prompt = prompts.render(
+                triples_prompt.USER, passage=self.chunks[i].text, max_triples=12
+            )
+            data = self.llm.complete_json(
+                prompt, system=triples_prompt.SYSTEM, role="index_triples"
+            )
             raw = data.get("triples", []) if isinstance(data, dict) else data
-            triples = [[str(x) for x in t[:3]] for t in raw or [] if isinstance(t, list) and len(t) >= 3]
+            triples = [
+                [str(x) for x in t[:3]] for t in raw or [] if isinstance(t, list) and len(t) >= 3
+            ]
             self.chunk_meta.setdefault(i, {})["triples"] = triples
 
 
@@ -441,6 +512,3 @@ def _fit_passages(passages: list[str], counter: TokenCounter, budget: int) -> st
         return ""
     each = max(32, budget // len(passages))
     return "\n\n".join(counter.truncate(p, each) for p in passages)
-
-
-ProgressFn = Callable[[str, int, int], None]

@@ -65,7 +65,9 @@ class MemoryStore:
     def open_existing(cls, path: str | Path, **kw: Any) -> MemoryStore:
         """Open a store that must already hold an index."""
         if not (Path(path) / "cache.sqlite3").is_file():
-            raise StoreError(f"no mindscape store at {path} (run `mindscape index ... --store {path}`)")
+            raise StoreError(
+                f"no mindscape store at {path} (run `mindscape index ... --store {path}`)"
+            )
         return cls(path, **kw)
 
     # -- chroma -------------------------------------------------------------------
@@ -88,7 +90,9 @@ class MemoryStore:
                     settings=settings,
                 )
             else:
-                self._client = chromadb.PersistentClient(path=str(self.path / "chroma"), settings=settings)
+                self._client = chromadb.PersistentClient(
+                    path=str(self.path / "chroma"), settings=settings
+                )
         return self._client
 
     def collection(self, layer: Layer) -> Any:
@@ -147,9 +151,15 @@ class MemoryStore:
                 _from_meta(i, d, m, layer)
                 for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
             ]
-            order = sorted(range(len(units)), key=lambda k: (units[k].doc_id, units[k].level, units[k].order))
+            order = sorted(
+                range(len(units)), key=lambda k: (units[k].doc_id, units[k].level, units[k].order)
+            )
             emb = got["embeddings"]
-            vecs = np.asarray(emb, dtype=np.float32)[order] if len(units) else np.zeros((0, 0), np.float32)
+            vecs = (
+                np.asarray(emb, dtype=np.float32)[order]
+                if len(units)
+                else np.zeros((0, 0), np.float32)
+            )
             self._views[layer] = LayerView(layer, [units[k] for k in order], vecs)
         return self._views[layer].subset(doc_ids)
 
@@ -164,9 +174,7 @@ class MemoryStore:
             "store": str(self.path),
             "documents": len(docs),
             "layers": {layer: self.count(layer) for layer in LAYERS},
-            "docs": [
-                {k: d.get(k) for k in ("doc_id", "title", "tokens", "layers")} for d in docs
-            ],
+            "docs": [{k: d.get(k) for k in ("doc_id", "title", "tokens", "layers")} for d in docs],
         }
 
     def close(self) -> None:
