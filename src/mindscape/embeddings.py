@@ -17,6 +17,7 @@ import hashlib
 import importlib.util
 import os
 import zipfile
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -116,12 +117,17 @@ class FlagEmbedder(Embeddings):
         return vecs
 
     def encode_with_spans(
-        self, texts: list[str], spans: list[list[Span]] | None
+        self,
+        texts: list[str],
+        spans: list[list[Span]] | None,
+        on_batch: Callable[[list[int], np.ndarray, list[np.ndarray]], None] | None = None,
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """Embed texts and, for each, the character spans given (sentences) from the same pass.
 
         Returns the text embeddings `(n, dim)` and, per text, an array `(len(spans[i]), dim)`.
-        A span cut off by truncation gets the text's own embedding.
+        A span cut off by truncation gets the text's own embedding. Texts are batched by length
+        over the whole list (least padding); `on_batch(indices, vecs, span_vecs)` sees each
+        finished batch, so a caller can persist work as it goes.
         """
         import torch
 
@@ -146,10 +152,11 @@ class FlagEmbedder(Embeddings):
                 pooled = self._flag.pooling(hidden, batch["attention_mask"])
                 pooled = torch.nn.functional.normalize(pooled, dim=-1)
             out[idx] = pooled.numpy()
-            if spans is None:
-                continue
-            for row, i in enumerate(idx):
-                span_out[i] = _pool_spans(hidden[row], offsets[row], spans[i], out[i])
+            if spans is not None:
+                for row, i in enumerate(idx):
+                    span_out[i] = _pool_spans(hidden[row], offsets[row], spans[i], out[i])
+            if on_batch is not None:
+                on_batch([int(i) for i in idx], out[idx], [span_out[i] for i in idx])
         return out, span_out
 
     @property

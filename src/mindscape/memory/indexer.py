@@ -142,7 +142,8 @@ class Indexer:
     def _stage(self, report: IndexReport, name: str) -> _Timer:
         return _Timer(report.stage_seconds, name)
 
-    def _bar(self, iterable: Iterable[Any], desc: str, total: int | None = None) -> Iterable[Any]:
+    def _bar(self, iterable: Iterable[Any] | None, desc: str, total: int | None = None) -> Any:
+        """A progress bar over `iterable` (or a manual one for None); the iterable itself when quiet."""
         if not self.progress:
             return iterable
         from tqdm import tqdm
@@ -229,46 +230,53 @@ class _DocRun:
         """Chunk embeddings, plus sentence embeddings pooled from the same pass (cached)."""
         cache = self.ix.store.cache
         keys = [content_key(self.ix.emb_id, "chunk+sentences", c.text) for c in self.chunks]
-        got: dict[str, np.ndarray] = {}
-        todo = list(range(len(self.chunks)))
-        dim = 0
-        if todo:
-            probe = self.ix.embedder
-            dim = (
-                probe.dimension if isinstance(probe, FlagEmbedder) else len(probe.embed_query("x"))
-            )
-            got = cache.get_arrays("emb", keys, dim)
-            todo = [i for i, k in enumerate(keys) if k not in got]
+        emb = self.ix.embedder
+        dim = emb.dimension if isinstance(emb, FlagEmbedder) else len(emb.embed_query("x"))
+        got = cache.get_arrays("emb", keys, dim) if keys else {}
+        todo = [i for i, k in enumerate(keys) if k not in got]
         self.report.embed_cached += len(self.chunks) - len(todo)
-        batch = 64
-        bar = self.ix._bar(range(0, len(todo), batch), f"{self.doc_id} · embed chunks", None)
-        for s in bar:
-            part = todo[s : s + batch]
-            chunk_v, sent_v = self._encode_with_sentences([self.chunks[i] for i in part])
-            fresh = {
-                keys[i]: np.vstack([chunk_v[j : j + 1], sent_v[j]]) for j, i in enumerate(part)
-            }
-            cache.put_arrays("emb", fresh)
-            got.update(fresh)
-            self.report.embedded += len(part)
+        if todo:
+            bar = self.ix._bar(None, f"{self.doc_id} · embed chunks", total=len(todo))
+
+            def save(rows: list[int], vecs: np.ndarray, sent_vecs: list[np.ndarray]) -> None:
+                fresh = {
+                    keys[todo[r]]: np.vstack([vecs[j : j + 1], sent_vecs[j]])
+                    for j, r in enumerate(rows)
+                }
+                cache.put_arrays("emb", fresh)  # committed now: a killed run keeps this batch
+                got.update(fresh)
+                self.report.embedded += len(rows)
+                if bar is not None:
+                    bar.update(len(rows))
+
+            self._encode_with_sentences([self.chunks[i] for i in todo], save)
+            if bar is not None:
+                bar.close()
         self._bank([got[k] for k in keys], dim)
         if not self.chunks:
             return np.zeros((0, dim), np.float32)
         return np.vstack([got[k][0] for k in keys]).astype(np.float32)
 
-    def _encode_with_sentences(self, chunks: list[Chunk]) -> tuple[np.ndarray, list[np.ndarray]]:
+    def _encode_with_sentences(self, chunks: list[Chunk], on_batch: Any) -> None:
         t = time.perf_counter()
         emb = self.ix.embedder
         if isinstance(emb, FlagEmbedder):
-            out = emb.encode_with_spans([c.text for c in chunks], [c.local_spans() for c in chunks])
-        else:  # any other Embeddings: embed the sentences as texts of their own
-            chunk_v = encode(emb, [c.text for c in chunks])
-            sents = [[c.text[a:b] for a, b in c.local_spans()] for c in chunks]
-            flat = encode(emb, [s for ss in sents for s in ss])
-            sizes = np.cumsum([0] + [len(ss) for ss in sents])
-            out = (chunk_v, [flat[sizes[i] : sizes[i + 1]] for i in range(len(chunks))])
+            emb.encode_with_spans(
+                [c.text for c in chunks], [c.local_spans() for c in chunks], on_batch
+            )
+        else:  # any other Embeddings: embed the sentences as texts of their own, 64 chunks at a time
+            for s in range(0, len(chunks), 64):
+                part = chunks[s : s + 64]
+                chunk_v = encode(emb, [c.text for c in part])
+                sents = [[c.text[a:b] for a, b in c.local_spans()] for c in part]
+                flat = encode(emb, [x for ss in sents for x in ss])
+                sizes = np.cumsum([0] + [len(ss) for ss in sents])
+                on_batch(
+                    list(range(s, s + len(part))),
+                    chunk_v,
+                    [flat[sizes[i] : sizes[i + 1]] for i in range(len(part))],
+                )
         self.report.embed_seconds += time.perf_counter() - t
-        return out
 
     def _embed_texts(self, texts: list[str], desc: str) -> np.ndarray:
         """Embeddings of unit texts, through the cache."""
