@@ -1,0 +1,232 @@
+"""`mindscape eval`: run the QA graph over a bench split and score it.
+
+The runner builds (or reuses) one store per document — or one pooled store for the whole
+split, the series setting — through the same `Indexer` and cache as `mindscape index`; runs
+each question with each preset; appends one JSON line per finished (preset, question) to
+`results.jsonl` so a killed run resumes where it stopped; and writes the report.
+
+Only `bench.system_view(question)` reaches the system: no answers, labels, evidence or
+annotator metadata. Gold fields are used afterwards, for scoring.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mindscape.eval import metrics
+from mindscape.eval.bench import (
+    BenchDocument,
+    BenchQuestion,
+    gold_spans,
+    load_documents,
+    load_questions,
+    system_view,
+)
+
+RECALL_KS = (5, 10, 20)
+AnswerFn = Callable[[dict[str, Any], str, Path], dict[str, Any]]
+
+
+@dataclass
+class EvalSettings:
+    """What to evaluate and where."""
+
+    bench: Path
+    dataset: str
+    split: str
+    presets: list[str]
+    out: Path
+    stores: Path
+    limit: int | None = None
+    concurrency: int = 1
+    pooled: bool = False
+    progress: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def store_dir(settings: EvalSettings, doc_id: str) -> Path:
+    """Where a document's store lives (the pooled store for `--pooled`)."""
+    if settings.pooled:
+        return settings.stores / f"{settings.dataset}-{settings.split}-pooled"
+    return settings.stores / settings.dataset / doc_id
+
+
+def build_stores(settings: EvalSettings, docs: list[BenchDocument], embedder: Any = None) -> None:
+    """Index every document (cached: unchanged documents are skipped)."""
+    from mindscape.embeddings import load_embedder
+    from mindscape.memory.indexer import Indexer
+    from mindscape.memory.store import MemoryStore
+
+    embedder = embedder or load_embedder()
+    for d in _bar(docs, "index", settings.progress):
+        store = MemoryStore(store_dir(settings, d.doc_id))
+        Indexer(store, embedder, progress=False).index(d.doc_id, d.text, title=d.title)
+        store.close()
+
+
+def score(
+    q: BenchQuestion, output: dict[str, Any], chunk_spans: dict[str, tuple[int, int]]
+) -> dict[str, Any]:
+    """Metrics of one answer against the gold fields (never seen by the system)."""
+    answer = str(output.get("answer") or "")
+    m: dict[str, float] = {}
+    if q.task == "open_qa":
+        m["f1"] = metrics.token_f1(answer, q.answers)
+        m["em"] = metrics.exact_match(answer, q.answers)
+        m["rouge_l"] = metrics.rouge_l(answer, q.answers)
+    elif q.task == "multiple_choice":
+        m["accuracy"] = metrics.choice_accuracy(answer, str(q.label), q.options)
+    else:
+        m["accuracy"] = float(metrics.claim_correct(answer, q.label))
+    rec: dict[str, Any] = {"metrics": m}
+    if q.evidence:
+        ranked = _ranked_chunks(output)
+        spans = [chunk_spans[c] for c in ranked if c in chunk_spans]
+        gold = gold_spans(q)
+        rec["recall_at_k"] = {k: metrics.recall_at_k(spans, gold, k) for k in RECALL_KS}
+    return rec
+
+
+def _ranked_chunks(output: dict[str, Any]) -> list[str]:
+    """Chunk ids of the returned evidence, in order, without repeats."""
+    seen: dict[str, None] = {}
+    for item in output.get("evidence") or []:
+        for c in item.get("chunk_ids") or []:
+            seen.setdefault(c, None)
+    return list(seen)
+
+
+def load_done(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """Finished records of an earlier run, by (preset, qid); a torn last line is ignored."""
+    done: dict[tuple[str, str], dict[str, Any]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            done[(rec["preset"], rec["qid"])] = rec
+    return done
+
+
+def prepare(settings: EvalSettings, embedder: Any = None) -> tuple[list[BenchQuestion], list[str]]:
+    """Load the split's questions and build the stores of their documents."""
+    questions = load_questions(
+        settings.bench, settings.dataset, settings.split, limit=settings.limit
+    )
+    doc_ids = sorted({q.doc_id for q in questions})
+    docs = load_documents(settings.bench, settings.dataset, settings.split, doc_ids=doc_ids)
+    build_stores(settings, docs, embedder)
+    return questions, doc_ids
+
+
+def run_eval(
+    settings: EvalSettings, answer: AnswerFn | None = None, embedder: Any = None
+) -> dict[str, Any]:
+    """Evaluate; returns the report dict (also written under `settings.out`)."""
+    from mindscape.eval.report import Provenance, write_report
+
+    questions = load_questions(
+        settings.bench, settings.dataset, settings.split, limit=settings.limit
+    )
+    doc_ids = sorted({q.doc_id for q in questions})
+    docs = load_documents(settings.bench, settings.dataset, settings.split, doc_ids=doc_ids)
+    build_stores(settings, docs)
+    spans = _chunk_spans(settings, doc_ids)
+    settings.out.mkdir(parents=True, exist_ok=True)
+    results = settings.out / "results.jsonl"
+    done = load_done(results)
+    if results.exists():  # drop a record torn by a kill, so appends start on a clean line
+        results.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
+    todo = [(p, q) for p in settings.presets for q in questions if (p, q.qid) not in done]
+    answer = answer or graph_answer_fn(settings)
+    lock = threading.Lock()
+
+    def work(item: tuple[str, BenchQuestion]) -> None:
+        preset, q = item
+        t0 = time.perf_counter()
+        out = answer(system_view(q), preset, store_dir(settings, q.doc_id))
+        rec = {
+            "preset": preset,
+            "qid": q.qid,
+            "dataset": q.dataset,
+            "doc_id": q.doc_id,
+            "task": q.task,
+            "answer": out.get("answer"),
+            "llm_calls": out.get("llm_calls", 0),
+            "tokens_in": out.get("tokens_in", 0),
+            "tokens_out": out.get("tokens_out", 0),
+            "rounds": out.get("rounds", 0),
+            "latency_s": round(time.perf_counter() - t0, 4),
+            **score(q, out, spans),
+        }
+        if q.pair_index is not None:
+            rec["pair_index"] = q.pair_index
+        if "is_question_modified" in q.meta:
+            rec["is_question_modified"] = bool(q.meta["is_question_modified"])
+        with lock, results.open("a") as f:
+            f.write(json.dumps(rec) + "\n")
+
+    with ThreadPoolExecutor(max_workers=max(1, settings.concurrency)) as pool:
+        for _ in _bar(pool.map(work, todo), "questions", settings.progress, total=len(todo)):
+            pass
+    records = list(load_done(results).values())
+    provenance = Provenance(
+        command=settings.extra.get("command", ""),
+        code_version=settings.extra.get("code_version", ""),
+        settings=_settings_dict(settings),
+    )
+    return write_report(records, settings.out, provenance)["report"]
+
+
+def graph_answer_fn(settings: EvalSettings) -> AnswerFn:
+    """Answers with the compiled QA graph; one graph per store directory, built lazily."""
+    from mindscape.graphs.qa import answer_question
+
+    def answer(view: dict[str, Any], preset: str, store: Path) -> dict[str, Any]:
+        return answer_question(view, preset=preset, store=str(store))
+
+    return answer
+
+
+def _chunk_spans(settings: EvalSettings, doc_ids: list[str]) -> dict[str, tuple[int, int]]:
+    """Character span of every chunk, for Recall@k against gold evidence."""
+    from mindscape.memory.store import MemoryStore
+
+    spans: dict[str, tuple[int, int]] = {}
+    for path in {store_dir(settings, d) for d in doc_ids}:
+        store = MemoryStore(path)
+        for u in store.view("veridical").units:
+            spans[u.id] = (u.meta["char_start"], u.meta["char_end"])
+        store.close()
+    return spans
+
+
+def _settings_dict(s: EvalSettings) -> dict[str, Any]:
+    return {
+        "bench": str(s.bench),
+        "dataset": s.dataset,
+        "split": s.split,
+        "presets": s.presets,
+        "limit": s.limit,
+        "concurrency": s.concurrency,
+        "pooled": s.pooled,
+        **{k: v for k, v in s.extra.items() if k != "command"},
+    }
+
+
+def _bar(it: Iterable[Any], desc: str, on: bool, total: int | None = None) -> Iterable[Any]:
+    if not on:
+        return it
+    import sys
+
+    from tqdm import tqdm
+
+    return tqdm(it, desc=desc, total=total, file=sys.stderr, leave=False)
