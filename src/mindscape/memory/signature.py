@@ -28,6 +28,14 @@ How the coverage-aware selection works (MiA-Signature, Appendix A):
 
 The First-K ablation (:func:`first_k`) takes the sessions of the top-ranked chunks instead.
 Scoring under a signature is :func:`signature_scores` and :func:`conditioned_scores`.
+
+Session representations beyond the summary vector (used by the retriever, see
+``docs/retrieval.md``): :func:`member_match` matches a session to a chunk through the
+session's *member chunks* (max cosine, so a chunk of the window matches itself with 1);
+:func:`region_scores` scores a chunk by whether it lies in the signature's windows and how
+much of the signature's coverage its document holds; :func:`activation_confidence` is the
+share of the query's rank-weighted activation that falls in the signature's main document,
+used to scale α.
 """
 
 from __future__ import annotations
@@ -42,6 +50,8 @@ from mindscape.memory.types import SignatureUnit
 
 RelevanceSource = Literal["summary", "chunks", "mean"]
 SignatureMode = Literal["mean", "max", "joined"]
+MatchSource = Literal["summary", "members", "window"]
+Activation = Literal["dense", "hybrid"]
 
 __all__ = [
     "SignatureParams",
@@ -59,6 +69,10 @@ __all__ = [
     "signature_vector",
     "signature_scores",
     "conditioned_scores",
+    "member_match",
+    "region_scores",
+    "doc_shares",
+    "activation_confidence",
 ]
 
 
@@ -89,6 +103,18 @@ class SignatureParams:
     candidate chunks (0 for sessions with none); ``"mean"`` = the average of the two."""
     min_gain: float = 0.0
     """A session is picked only if its total gain is strictly above this; otherwise stop."""
+    match: MatchSource = "summary"
+    """How m(s, c_i) is computed by the retriever: ``"summary"`` = cosine of summary and
+    chunk plus ``window_boost`` in the window (:func:`match_matrix`); ``"members"`` = the best
+    cosine between the chunk and the session's member chunks (:func:`member_match`; 1 in
+    the window); ``"window"`` = 1 in the window, else 0 (pure rank-weighted mass).
+    :func:`coverage_greedy` itself only computes ``"summary"``; the others are passed in
+    as ``match``."""
+    activation: Activation = "dense"
+    """The query-only retriever (E1) that gives the K0 candidates and their ranks:
+    ``"dense"`` cosine, or ``"hybrid"`` = dense fused with BM25 (``hybrid_weight``)."""
+    hybrid_weight: float = 0.3
+    """BM25 weight of the hybrid activation (min-max fusion, see ``fusion.hybrid_scores``)."""
 
 
 # --------------------------------------------------------------------------- helpers
@@ -431,3 +457,85 @@ def conditioned_scores(
     if alpha == 1.0:
         return s.copy()
     return (1.0 - alpha) * q + alpha * s
+
+
+# --------------------------------------------------------------------------- session representations
+
+
+def member_match(cand_vecs: np.ndarray, member_vecs: Sequence[np.ndarray]) -> np.ndarray:
+    """m(s, c_i) through member chunks: ``clip(max_{c' in s} cos(c', c_i), 0, 1)``.
+
+    ``member_vecs[j]`` holds the chunk vectors of session j's window. A candidate that lies
+    in the window matches itself, so in-window match is 1 without a boost; a chunk outside
+    gets the similarity of its nearest member. Sessions without members match nothing.
+    """
+    cv = _unit_rows(cand_vecs) if len(cand_vecs) else np.zeros((0, 1))
+    out = np.zeros((len(member_vecs), len(cv)))
+    if not len(cv):
+        return out
+    sizes = [len(m) for m in member_vecs]
+    if sum(sizes) == 0:
+        return out
+    stacked = _unit_rows(np.vstack([m for m in member_vecs if len(m)]))
+    sims = stacked @ cv.T
+    start = 0
+    for j, n in enumerate(sizes):
+        if n:
+            out[j] = sims[start : start + n].max(axis=0)
+            start += n
+    return np.clip(out, 0.0, 1.0)
+
+
+def doc_shares(unit_docs: Sequence[Hashable], weights: Sequence[float] | np.ndarray | None = None) -> dict[Hashable, float]:
+    """How the signature's weight splits over documents (shares sum to 1).
+
+    ``weights`` are per-unit (e.g. the coverage gain each unit brought); non-positive or
+    missing weights fall back to equal shares.
+    """
+    n = len(unit_docs)
+    if n == 0:
+        return {}
+    w = np.ones(n) if weights is None else np.maximum(np.asarray(weights, dtype=np.float64), 0.0)
+    if w.sum() <= 0:
+        w = np.ones(n)
+    w = w / w.sum()
+    out: dict[Hashable, float] = {}
+    for d, x in zip(unit_docs, w, strict=True):
+        out[d] = out.get(d, 0.0) + float(x)
+    return out
+
+
+def region_scores(
+    in_windows: np.ndarray, doc_share: np.ndarray, doc_weight: float = 0.5
+) -> np.ndarray:
+    """s(σ, c) as the signature's region: ``(1-ρ)·[c in σ's windows] + ρ·share(doc(c))``.
+
+    ``in_windows`` is 0/1 (or a fraction, for units covering several chunks) per target,
+    ``doc_share`` the signature's share of the target's document (:func:`doc_shares`), ρ =
+    ``doc_weight``. Values lie in [0, 1]. Within one document the doc term is the same for
+    every target, so only the window term ranks.
+    """
+    if not 0.0 <= doc_weight <= 1.0:
+        raise ValueError(f"doc_weight must be in [0, 1]; got {doc_weight}")
+    inw = np.asarray(in_windows, dtype=np.float64)
+    share = np.asarray(doc_share, dtype=np.float64)
+    if inw.shape != share.shape:
+        raise ValueError(f"score arrays differ in shape: {inw.shape} vs {share.shape}")
+    return (1.0 - doc_weight) * inw + doc_weight * share
+
+
+def activation_confidence(
+    cand_ranks: Sequence[int] | np.ndarray,
+    cand_docs: Sequence[Hashable],
+    signature_doc: Hashable | None,
+) -> float:
+    """Share of the rank-weighted activation (``w_i = 1/(r_i+1)``) in the signature's document.
+
+    1.0 when every candidate lies in ``signature_doc`` (always so with a single document);
+    0.0 without candidates or without a signature.
+    """
+    if signature_doc is None or len(cand_docs) == 0:
+        return 0.0
+    w = rank_weights(cand_ranks)
+    inside = np.fromiter((d == signature_doc for d in cand_docs), dtype=bool, count=len(cand_docs))
+    return float(w[inside].sum() / w.sum())
