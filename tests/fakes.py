@@ -237,3 +237,207 @@ class HashingEmbedder(_Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return self._vec(text)
+
+
+# ---------------------------------------------------------------------------
+# QA agent fakes (mindscape.graphs.qa): a tiny story, FakeStore, FakeRetriever
+# ---------------------------------------------------------------------------
+
+from mindscape.memory.types import Hit as _Hit  # noqa: E402
+from mindscape.memory.types import SignatureUnit as _SignatureUnit  # noqa: E402
+from mindscape.memory.types import Unit as _Unit  # noqa: E402
+
+#: A short story in 8 chunks, with names for entity probes.
+STORY_CHUNKS: list[str] = [
+    "Mara Quill kept the lighthouse on Gull Rock. Every night she lit the great lamp at dusk.",
+    "Her brother Tobin Quill sailed the trading ship Heron between the islands.",
+    "One winter the Heron did not return. Mara searched the shore for three days.",
+    "An old fisherman, Edrin Vale, told Mara that he saw the Heron near the Black Reef.",
+    "At the Black Reef Mara found a sealed bottle with a letter from Tobin.",
+    "The letter said that Tobin had hidden the ship's gold in the cave beneath the lighthouse.",
+    "Mara opened the cave with the brass key her mother left her.",
+    "Inside the cave she found the gold and Tobin himself, alive but hurt.",
+]
+STORY_SESSIONS: list[tuple[str, list[int]]] = [
+    ("Mara Quill keeps the lighthouse on Gull Rock; her brother Tobin sails the Heron, which "
+     "fails to return one winter.", [0, 1, 2]),
+    ("Edrin Vale saw the Heron near the Black Reef, where Mara finds Tobin's letter about the "
+     "gold hidden in the cave beneath the lighthouse.", [3, 4, 5]),
+    ("Mara opens the cave with her mother's brass key and finds the gold and Tobin alive.", [6, 7]),
+]
+STORY_CLUSTERS: list[tuple[str, list[int]]] = [
+    ("The Quill siblings: Mara the lighthouse keeper and Tobin the sailor of the Heron.", [0, 1, 6, 7]),
+    ("The search: the lost ship, the Black Reef, the bottle and the letter.", [2, 3, 4, 5]),
+]
+
+
+def story_units(doc_id: str = "tale") -> list[_Unit]:
+    """The story as units of three layers (chunk ids `<doc>:c<n>`)."""
+    cid = [f"{doc_id}:c{i}" for i in range(len(STORY_CHUNKS))]
+    units = [
+        _Unit(cid[i], doc_id, "veridical", t, [cid[i]], kind="chunk", order=i,
+              meta={"window": f"{doc_id}:e{next(n for n, (_, m) in enumerate(STORY_SESSIONS) if i in m)}"})
+        for i, t in enumerate(STORY_CHUNKS)
+    ]
+    units += [
+        _Unit(f"{doc_id}:e{n}", doc_id, "episodic", t, [cid[i] for i in m], kind="session", order=n)
+        for n, (t, m) in enumerate(STORY_SESSIONS)
+    ]
+    units += [
+        _Unit(f"{doc_id}:s0.{n}", doc_id, "semantic", t, [cid[i] for i in m], kind="cluster", order=n)
+        for n, (t, m) in enumerate(STORY_CLUSTERS)
+    ]
+    return units
+
+
+class FakeStore:
+    """Just enough of a MemoryStore for the agent: the document list (no cache)."""
+
+    def __init__(self, doc_ids: set[str]) -> None:
+        self.doc_ids = set(doc_ids)
+        self.path = "fake-store"
+
+    def documents(self) -> list[dict[str, Any]]:
+        return [{"doc_id": d} for d in sorted(self.doc_ids)]
+
+
+class FakeRetriever:
+    """The Retriever API over in-memory units: cosine ranking, α-mixing, exclusion, budgets.
+
+    Token counts are word counts. Every call is recorded in `calls` as
+    `(method, query, kwargs)`.
+    """
+
+    def __init__(self, units: list[_Unit] | None = None, embedder: _Embeddings | None = None) -> None:
+        self.units = units if units is not None else story_units()
+        self.embedder = embedder or HashingEmbedder(256)
+        self.store = FakeStore({u.doc_id for u in self.units})
+        self.vecs = _np.asarray(self.embedder.embed_documents([u.text for u in self.units]))
+        self.calls: list[tuple[str, str, dict[str, Any]]] = []
+
+    def _q(self, text: str) -> Any:
+        return _np.asarray(self.embedder.embed_query(text))
+
+    def _scope(self, layer: str, doc_ids: set[str] | None) -> list[int]:
+        return [i for i, u in enumerate(self.units) if u.layer == layer and (doc_ids is None or u.doc_id in doc_ids)]
+
+    def signature(self, query: str, *, doc_ids: set[str] | None = None, method: str = "coverage",
+                  params: Any = None, extra_text: str = "") -> list[_SignatureUnit]:
+        self.calls.append(("signature", query, {"method": method, "extra_text": extra_text}))
+        k = getattr(params, "k", 5)
+        rows = self._scope("episodic", doc_ids)
+        scores = self.vecs[rows] @ self._q(f"{query} {extra_text}".strip())
+        order = [rows[j] for j in _np.argsort(-scores, kind="stable")][:k]
+        return [
+            _SignatureUnit(self.units[i].id, self.units[i].text, list(self.units[i].chunk_ids),
+                           gains={"total": float(self.vecs[i] @ self._q(query))}, rank=r)
+            for r, i in enumerate(order)
+        ]
+
+    def retrieve(self, query: str, *, signature: list[_SignatureUnit] | None = None,
+                 doc_ids: set[str] | None = None, settings: Any = None,
+                 exclude: Any = frozenset()) -> dict[str, list[_Hit]]:
+        self.calls.append(("retrieve", query, {"signature": [s.unit_id for s in signature or []],
+                                               "exclude": set(exclude), "settings": settings}))
+        budgets = getattr(settings, "budgets", {"veridical": 2000})
+        alpha = getattr(settings, "alpha", 0.0) if signature else 0.0
+        q = self._q(query)
+        sig = None
+        if signature:
+            sig = _np.mean([self._q(s.text) for s in signature], axis=0)
+            sig = sig / (_np.linalg.norm(sig) or 1.0)
+        out: dict[str, list[_Hit]] = {}
+        for layer, budget in budgets.items():
+            if budget <= 0:
+                continue
+            rows = [i for i in self._scope(layer, doc_ids) if self.units[i].id not in exclude]
+            hits = []
+            for i in rows:
+                sq = float(self.vecs[i] @ q)
+                ss = float(self.vecs[i] @ sig) if sig is not None else 0.0
+                u = self.units[i]
+                hits.append(_Hit(layer, u.id, u.doc_id, list(u.chunk_ids), u.text, sq, ss,
+                                 (1 - alpha) * sq + alpha * ss, len(u.text.split())))
+            hits.sort(key=lambda h: -h.score)
+            packed, used = [], 0
+            for h in hits:
+                if used + h.tokens <= budget:
+                    packed.append(h)
+                    used += h.tokens
+            out[layer] = packed
+        return out
+
+
+def qa_role(prompt: str) -> str:
+    """Which QA-agent role a prompt is for: encode, answer, probe, update, fuse (or "")."""
+    markers = {
+        "Below are evidence blocks": "encode",
+        "Passages from the story:": "answer",
+        "Probes already used": "probe",
+        "Update the state:": "update",
+        "Notes gathered so far": "fuse",
+    }
+    for marker, role in markers.items():
+        if marker in prompt:
+            return role
+    return ""
+
+
+class QAScript:
+    """Scripted replies for every QA role: "insufficient" for the first `refuse` answer
+    attempts (and REFINE decisions), then `answer` with the given confidence.
+
+    `replies` maps a role to a list of raw replies used first (e.g. malformed JSON), before
+    the defaults. Calls per role are counted in `counts`. Use it as a function of the prompt
+    text (ScriptedChatModel) or of the request (`QAScript.request` for tests/fake_openai.py).
+    """
+
+    def __init__(self, answer: str = "in the cave", refuse: int = 0, confidence: float = 0.9,
+                 replies: dict[str, list[str]] | None = None, n_probes: int = 2) -> None:
+        self.answer, self.refuse, self.confidence, self.n_probes = answer, refuse, confidence, n_probes
+        self.replies = {k: list(v) for k, v in (replies or {}).items()}
+        self.counts: dict[str, int] = {}
+        self.answered = 0
+        self.last_role = ""
+
+    def __call__(self, prompt: str) -> str:
+        role = qa_role(prompt)
+        if not role and "could not be used" in prompt:  # a re-ask: same role as before
+            role = self.last_role
+        self.last_role = role
+        self.counts[role] = self.counts.get(role, 0) + 1
+        if self.replies.get(role):
+            return self.replies[role].pop(0)
+        if role == "encode":
+            blocks = _re.findall(r'<block id="(b\d+)"', prompt)
+            return json.dumps({"cues": [{"block": b, "findings": f"finding {b}"} for b in blocks],
+                               "fused": "synthesis so far" if "integrates the earlier findings" in prompt else ""})
+        if role == "fuse":
+            return "The notes so far point to the cave."
+        if role == "probe":
+            n = self.counts[role]
+            return json.dumps({"decision": "REFINE", "probes": [f"probe {n}.{i + 1}" for i in range(self.n_probes)],
+                               "next_query": "", "reason": "missing evidence"})
+        if role == "update":
+            ready = self.counts[role] > self.refuse
+            ids = _re.findall(r'<summary id="([^"]+)"', prompt)[:2]
+            return json.dumps({"decision": "ANSWER" if ready else "REFINE", "next_query": "where is the gold",
+                               "signature": ids, "evidence": [{"note": "a grounded note", "ids": []}],
+                               "reason": "scripted"})
+        if role == "answer":
+            self.answered += 1
+            if self.answered <= self.refuse and self.counts.get("update", 0) <= self.refuse:
+                return json.dumps({"answer": "", "sufficient": False, "confidence": 0.1, "evidence_ids": []})
+            return json.dumps({"answer": self.answer, "sufficient": True, "confidence": self.confidence,
+                               "evidence_ids": []})
+        return "{}"
+
+    def request(self, request: dict[str, Any]) -> str:
+        """The reply for an OpenAI chat-completions request (tests/fake_openai.py)."""
+        from tests.fake_openai import last_user_text
+
+        return self(last_user_text(request))
+
+    def chat_model(self, n: int = 500) -> ScriptedChatModel:
+        """A ScriptedChatModel answering every call from this script."""
+        return ScriptedChatModel(responses=[self] * n)

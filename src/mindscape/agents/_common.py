@@ -1,0 +1,128 @@
+"""Small pure helpers shared by the nodes: conversions, budgets, progress, scope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mindscape.context import Context
+from mindscape.llm import Usage
+from mindscape.memory.retriever import RetrievalSettings
+from mindscape.memory.signature import SignatureParams
+from mindscape.memory.types import Hit, SignatureUnit
+from mindscape.state import Attempt, EvidenceItem, QAState, SignatureItem
+
+LAYER_ORDER: tuple[str, ...] = ("veridical", "semantic", "episodic", "outline")
+
+
+def emit(runtime: Any, event: str, **data: Any) -> None:
+    """A custom progress event (``stream_mode="custom"``); a no-op without a runtime."""
+    writer = getattr(runtime, "stream_writer", None)
+    if writer is not None:
+        writer({"event": event, **data})
+
+
+def exhausted(state: QAState, ctx: Context) -> str | None:
+    """Which budget is used up (rounds, llm_calls, tokens), or None."""
+    if state.get("rounds", 0) >= (ctx.max_rounds or 1):
+        return "rounds"
+    if state.get("llm_calls", 0) >= ctx.max_llm_calls:
+        return "llm_calls"
+    if state.get("tokens_in", 0) + state.get("tokens_out", 0) >= ctx.max_tokens:
+        return "tokens"
+    return None
+
+
+def cost(usage: Usage) -> dict[str, int]:
+    """The counter update for the calls recorded in `usage`."""
+    return {"llm_calls": usage.calls, "tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out}
+
+
+def doc_scope(state: QAState) -> set[str] | None:
+    """The documents to search: the series, the document, or everything (None)."""
+    if state.get("doc_ids"):
+        return set(state["doc_ids"] or [])
+    if state.get("doc_id"):
+        return {state["doc_id"]}  # type: ignore[arg-type]
+    return None
+
+
+def signature_params(ctx: Context) -> SignatureParams:
+    """The signature settings of a run."""
+    return SignatureParams(
+        k=ctx.signature_k,
+        k0=ctx.k0,
+        lambda_q=ctx.lambda_q,
+        lambda_c=ctx.lambda_c,
+        lambda_d=ctx.lambda_d,
+        relevance=ctx.signature_relevance,
+        match=ctx.signature_match,
+        activation=ctx.activation or "dense",
+        hybrid_weight=ctx.hybrid_weight,
+    )
+
+
+def retrieval_settings(ctx: Context, budgets: dict[str, int], *, signed: bool) -> RetrievalSettings:
+    """The retriever's settings for one query of a round."""
+    return RetrievalSettings(
+        alpha=float(ctx.alpha or 0.0) if signed else 0.0,
+        signature_mode=ctx.signature_mode or "region",
+        budgets=budgets,
+        top_n=ctx.top_n,
+        chunk_mode=ctx.chunk_mode or "dense",
+        hybrid_weight=ctx.hybrid_weight,
+        gate=ctx.gate,
+        narrative_order=bool(ctx.narrative_order),
+    )
+
+
+def to_item(hit: Hit, *, round_: int, probe: str) -> EvidenceItem:
+    """A retriever hit as plain state data."""
+    return EvidenceItem(
+        unit_id=hit.unit_id,
+        layer=hit.layer,
+        doc_id=hit.doc_id,
+        chunk_ids=list(hit.chunk_ids),
+        text=hit.text,
+        score=round(float(hit.score), 6),
+        score_query=round(float(hit.score_query), 6),
+        score_signature=round(float(hit.score_signature), 6),
+        tokens=int(hit.tokens),
+        round=round_,
+        probe=probe,
+    )
+
+
+def to_sig_item(unit: SignatureUnit) -> SignatureItem:
+    """A signature unit as plain state data."""
+    return SignatureItem(
+        unit_id=unit.unit_id,
+        text=unit.text,
+        chunk_ids=list(unit.chunk_ids),
+        gains={k: round(float(v), 6) for k, v in unit.gains.items()},
+        rank=unit.rank,
+    )
+
+
+def to_sig_unit(item: SignatureItem) -> SignatureUnit:
+    """Plain state data back to the retriever's signature unit."""
+    return SignatureUnit(
+        unit_id=item["unit_id"],
+        text=item["text"],
+        chunk_ids=list(item["chunk_ids"]),
+        gains=dict(item.get("gains", {})),
+        rank=int(item.get("rank", 0)),
+    )
+
+
+def best_attempt(attempts: list[Attempt]) -> Attempt | None:
+    """The attempt to answer with: sufficient first, then confidence, then the latest."""
+    if not attempts:
+        return None
+    return max(
+        attempts, key=lambda a: (a["sufficient"], bool(a["answer"]), a["confidence"], a["round"])
+    )
+
+
+def layer_rank(layer: str) -> int:
+    """Position of a layer in the display order."""
+    return LAYER_ORDER.index(layer) if layer in LAYER_ORDER else len(LAYER_ORDER)

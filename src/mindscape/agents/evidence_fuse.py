@@ -1,0 +1,148 @@
+"""Node `evidence_fuse`: Mem-Encode the round's evidence, Mem-Fuse the related memory.
+
+Reads: question, round_hits, memory, update. Writes: memory (new units), fused.
+
+* Mem-Encode: one unit `(probe, layer, evidence ids, cue)` per probe and layer that found
+  something. `Context.encode`: `per-layer` makes one call per unit (ComoRAG, run in
+  parallel); `batched` one call for the whole round; `notes` takes MiA UPDATE's evidence notes;
+  `none` keeps no memory (single-shot presets).
+* Mem-Fuse: the earlier units most related to the question (the top `fuse_fraction` by the
+  similarity of probe + cue to the question) are integrated into one fusion cue: a separate
+  call in `per-layer` mode, part of the batched call otherwise.
+* `defer_encode`: round 1 encodes nothing (its answer reads the raw passages anyway); round 2
+  encodes round 1's evidence together with its own, in the same call.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+from langgraph.runtime import Runtime
+
+from mindscape.agents._common import cost, emit
+from mindscape.context import Context, ctx_of
+from mindscape.deps import Deps
+from mindscape.llm import Usage
+from mindscape.reasoners.base import EncodeGroup, EncodeResult
+from mindscape.state import MemoryUnit, QAState
+
+
+def related_half(
+    question_vec: np.ndarray, units: list[MemoryUnit], unit_vecs: np.ndarray, fraction: float
+) -> list[MemoryUnit]:
+    """The `fraction` of units most similar to the question (at least one), in pool order."""
+    if not units:
+        return []
+    keep = max(1, math.ceil(fraction * len(units)))
+    sims = unit_vecs @ question_vec
+    top = sorted(np.argsort(-sims, kind="stable")[:keep].tolist())
+    return [units[i] for i in top]
+
+
+def unencoded_groups(state: QAState, round_: int) -> list[EncodeGroup]:
+    """Evidence of earlier rounds that no memory unit covers yet, grouped by (probe, layer)."""
+    covered = {i for u in state.get("memory") or [] for i in u["evidence_ids"]}
+    groups: dict[tuple[int, str, str], list[Any]] = {}
+    for item in state.get("retrieved") or []:
+        if item["round"] < round_ and item["unit_id"] not in covered:
+            groups.setdefault((item["round"], item["probe"], item["layer"]), []).append(item)
+    return [
+        EncodeGroup(probe, layer, items)
+        for (_, probe, layer), items in sorted(groups.items(), key=lambda kv: kv[0][0])
+    ]
+
+
+def encode_groups(
+    reasoner: Any,
+    question: str,
+    groups: list[EncodeGroup],
+    history: list[MemoryUnit],
+    ctx: Context,
+    usage: Usage,
+) -> tuple[list[str], str | None]:
+    """Cues for the groups and the fusion cue: one call per group (+ a fuse call), or one call."""
+    if ctx.encode == "per-layer" and len(groups) > 1:
+
+        def one(g: EncodeGroup) -> tuple[EncodeResult, Usage]:
+            u = Usage()
+            return reasoner.encode(question, [g], [], fuse=False, usage=u), u
+
+        with ThreadPoolExecutor(max_workers=max(1, ctx.llm_concurrency)) as pool:
+            results = list(pool.map(one, groups))
+        for _, u in results:
+            usage.merge(u)
+        cues = [r.cues[0] if r.cues else "" for r, _ in results]
+        return cues, reasoner.fuse(question, history, usage=usage) if history else None
+    batched = ctx.encode == "batched"
+    result = reasoner.encode(
+        question, groups, history if batched else [], fuse=batched and bool(ctx.fuse), usage=usage
+    )
+    if history and not batched:
+        return result.cues, reasoner.fuse(question, history, usage=usage)
+    return result.cues, result.fused
+
+
+def make_evidence_fuse(deps: Deps):  # noqa: ANN201 - a LangGraph node
+    """The `evidence_fuse` node bound to `deps`."""
+
+    def evidence_fuse(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = ctx_of(runtime)
+        round_, question = state.get("rounds", 0), state["question"]
+        notes = (state.get("update") or {}).get("notes") or []
+        if ctx.encode == "none":
+            return {}
+        if ctx.encode == "notes" and notes:  # MiA: UPDATE already wrote the evidence notes
+            query = state.get("query") or question
+            units = [
+                MemoryUnit(probe=query, layer="notes", evidence_ids=list(ids), cue=n, round=round_)
+                for n, ids in notes
+            ]
+            emit(runtime, "encode", round=round_, units=len(units), mode="notes")
+            return {"memory": units}
+        if ctx.defer_encode and round_ <= 1:
+            emit(runtime, "encode", round=round_, units=0, deferred=True)
+            return {}
+        groups = [
+            EncodeGroup(g["probe"], g["layer"], g["items"])
+            for g in state.get("round_hits") or []
+            if g["items"]
+        ]
+        if ctx.defer_encode:
+            groups = [*unencoded_groups(state, round_), *groups]
+
+        prior = [u for u in state.get("memory") or [] if u["layer"] != "fusion"]
+        history: list[MemoryUnit] = []
+        if ctx.fuse and prior:
+            vectors = deps.sentence_vectors(ctx)
+            probes = np.vstack([vectors.query(u["probe"]) for u in prior])
+            vecs = probes + vectors.pooled([u["cue"] for u in prior])  # ComoRAG embeds probe + cue
+            history = related_half(vectors.query(question), prior, vecs, ctx.fuse_fraction)
+
+        usage = Usage()
+        reasoner = deps.offline_reasoner(ctx) if ctx.encode == "notes" else deps.reasoner(ctx)
+        cues, fused = encode_groups(reasoner, question, groups, history, ctx, usage)
+        units = [
+            MemoryUnit(
+                probe=g.probe,
+                layer=g.layer,
+                evidence_ids=[i["unit_id"] for i in g.items],
+                cue=c,
+                round=round_,
+            )
+            for g, c in zip(groups, cues, strict=True)
+        ]
+        if fused:
+            ids = sorted({i for u in history for i in u["evidence_ids"]})
+            units.append(
+                MemoryUnit(
+                    probe=question, layer="fusion", evidence_ids=ids, cue=fused, round=round_
+                )
+            )
+        deps.usage.merge(usage)
+        emit(runtime, "encode", round=round_, units=len(units), fused=bool(fused), mode=ctx.encode)
+        return {"memory": units, **cost(usage), **({"fused": fused} if fused else {})}
+
+    return evidence_fuse

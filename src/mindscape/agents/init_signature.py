@@ -1,0 +1,84 @@
+"""Node `init_signature`: validate the input, reset the loop, activate the signature σ0.
+
+Reads: question, doc_id / doc_ids, task, options. Writes: task, query, signature, preset and a
+fresh slate for every accumulating field (a thread can carry several questions).
+σ0 is MiA's coverage-aware greedy selection or the First-K variant (`Context.signature`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
+
+from mindscape.agents._common import doc_scope, emit, signature_params, to_sig_item
+from mindscape.context import Context, ctx_of
+from mindscape.deps import Deps
+from mindscape.errors import StoreError
+from mindscape.state import COUNTERS, QAState, canonical_task
+
+
+def check_input(state: QAState, known_docs: set[str] | None) -> str:
+    """The canonical task; ValueError / StoreError for an input that cannot be answered."""
+    if not (state.get("question") or "").strip():
+        raise ValueError("the question is empty")
+    task = canonical_task(state.get("task"), state.get("options"))
+    if task == "multiple-choice" and len(state.get("options") or []) < 2:
+        raise ValueError("a multiple-choice question needs at least two options")
+    docs = doc_scope(state)
+    if docs and known_docs is not None:
+        unknown = sorted(docs - known_docs)
+        if unknown:
+            have = ", ".join(sorted(known_docs)) or "none"
+            raise StoreError(f"unknown document {', '.join(unknown)} (the store has: {have})")
+    return task
+
+
+def make_init_signature(deps: Deps):  # noqa: ANN201 - a LangGraph node
+    """The `init_signature` node bound to `deps`."""
+
+    def init_signature(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = ctx_of(runtime)
+        task = check_input(state, deps.documents(ctx))
+        question = state["question"].strip()
+        signature = []
+        if ctx.signature != "none":
+            units = deps.get_retriever(ctx).signature(
+                question,
+                doc_ids=doc_scope(state),
+                method=ctx.signature,
+                params=signature_params(ctx),
+            )
+            signature = [to_sig_item(u) for u in units]
+        emit(
+            runtime,
+            "signature",
+            round=0,
+            units=[s["unit_id"] for s in signature],
+            method=ctx.signature,
+        )
+        reset: dict[str, Any] = {name: Overwrite(0) for name in COUNTERS}
+        reset.update(
+            {name: Overwrite([]) for name in ("probes", "retrieved", "memory", "attempts", "trace")}
+        )
+        return {
+            **reset,
+            "question": question,
+            "task": task,
+            "preset": ctx.preset,
+            "query": question,
+            "signature": signature,
+            "pending_probes": [],
+            "round_hits": [],
+            "fused": "",
+            "update": {},
+            "decision": "",
+            "answer": "",
+            "confidence": 0.0,
+            "sufficient": False,
+            "evidence": [],
+            "stop_reason": "",
+        }
+
+    return init_signature

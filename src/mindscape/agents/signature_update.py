@@ -1,0 +1,101 @@
+"""Node `signature_update`: σ_{t+1} from the new evidence.
+
+Reads: question, query, signature, round_hits, memory. Writes: signature, update.
+Modes (`Context.signature_update`):
+
+* `none`: σ stays as activated (static RAG, or no signature at all);
+* `reselect`: the coverage-aware greedy runs again with the query augmented by the round's
+  best evidence (no LLM call);
+* `llm`: MiA's UPDATE call chooses σ among the current units and re-selected candidates and
+  also returns the decision, the next query and grounded evidence notes (in `update`).
+  On the offline backend it keeps the re-selection and proposes an expanded query.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from mindscape.agents._common import cost, doc_scope, emit, signature_params, to_sig_item
+from mindscape.context import Context, ctx_of
+from mindscape.deps import Deps
+from mindscape.llm import Usage
+from mindscape.reasoners.base import UpdateRequest
+from mindscape.state import EvidenceItem, QAState, SignatureItem
+
+EXTRA_CHARS = 800
+"""Evidence text added to the query for re-selection (the embedder truncates anyway)."""
+
+
+def evidence_text(items: list[EvidenceItem], limit: int = EXTRA_CHARS) -> str:
+    """The round's best evidence, best first, cut to `limit` characters."""
+    best = sorted(items, key=lambda i: -i["score"])
+    return " ".join(" ".join(i["text"].split()) for i in best)[:limit]
+
+
+def choose(ids: list[str] | None, pool: list[SignatureItem], k: int) -> list[SignatureItem]:
+    """The units named by `ids` (in that order), else the first `k` of the pool."""
+    by_id = {s["unit_id"]: s for s in pool}
+    picked = [by_id[i] for i in ids or [] if i in by_id]
+    return (picked or pool)[:k]
+
+
+def make_signature_update(deps: Deps):  # noqa: ANN201 - a LangGraph node
+    """The `signature_update` node bound to `deps`."""
+
+    def signature_update(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = ctx_of(runtime)
+        if ctx.signature_update == "none" or ctx.signature == "none":
+            return {"update": {}}
+        items = [i for g in state.get("round_hits") or [] for i in g["items"]]
+        current = list(state.get("signature") or [])
+        params = signature_params(ctx)
+        if ctx.signature_update == "llm":  # H_t: a wider candidate set for the model to choose from
+            params.k = 2 * ctx.signature_k
+        units = deps.get_retriever(ctx).signature(
+            state["question"],
+            doc_ids=doc_scope(state),
+            method="coverage",
+            params=params,
+            extra_text=evidence_text(items),
+        )
+        candidates = [to_sig_item(u) for u in units]
+        usage = Usage()
+        if ctx.signature_update == "llm":
+            result = deps.reasoner(ctx).update(
+                UpdateRequest(
+                    question=state["question"],
+                    query=state.get("query") or state["question"],
+                    signature=current,
+                    candidates=[
+                        c for c in candidates if c["unit_id"] not in {s["unit_id"] for s in current}
+                    ],
+                    passages=items,
+                    memory=list(state.get("memory") or []),
+                    k=ctx.signature_k,
+                    rewrite=bool(ctx.query_rewrite),
+                ),
+                usage=usage,
+            )
+            signature = choose(result.signature_ids, [*current, *candidates], ctx.signature_k)
+            update = {
+                "decision": result.decision,
+                "next_query": result.next_query,
+                "notes": [[note, ids] for note, ids in result.notes],
+                "reason": result.reason,
+            }
+        else:
+            signature = candidates[: ctx.signature_k] or current
+            update = {"decision": None, "next_query": None, "notes": [], "reason": "re-selected"}
+        deps.usage.merge(usage)
+        emit(
+            runtime,
+            "signature",
+            round=state.get("rounds", 0),
+            units=[s["unit_id"] for s in signature],
+            decision=update["decision"],
+        )
+        return {"signature": signature, "update": update, **cost(usage)}
+
+    return signature_update

@@ -1,0 +1,88 @@
+"""Node `try_answer`: Try-Answer over the passages, σ and the evidence memory.
+
+Reads: question, task, options, round_hits, retrieved, signature, memory, fused, update.
+Writes: attempts. The passages are this round's hits (veridical first), then the best
+earlier evidence, packed into `answer_budget` tokens; σ and the memory are shown when
+`answer_with_signature` / `answer_with_evidence` are on. The attempt carries an explicit
+"not enough evidence" flag and a confidence. With `answer_policy="on-decision"` (MiA-Agent)
+the generator only runs once UPDATE decided ANSWER, in the last round, or when the round found
+nothing new (the loop is about to stop).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from mindscape.agents._common import cost, emit, exhausted, layer_rank
+from mindscape.context import Context, ctx_of
+from mindscape.deps import Deps
+from mindscape.llm import Usage
+from mindscape.memory.fusion import pack_budget
+from mindscape.reasoners.base import AnswerRequest
+from mindscape.state import Attempt, EvidenceItem, MemoryUnit, QAState
+
+
+def select_passages(state: QAState, budget: int) -> list[EvidenceItem]:
+    """This round's hits (by layer, then score), then earlier evidence by score, within `budget`."""
+    current = [i for g in state.get("round_hits") or [] for i in g["items"]]
+    current.sort(key=lambda i: (layer_rank(i["layer"]), -i["score"]))
+    seen = {i["unit_id"] for i in current}
+    earlier = sorted(
+        (i for i in state.get("retrieved") or [] if i["unit_id"] not in seen),
+        key=lambda i: -i["score"],
+    )
+    return pack_budget([*current, *earlier], lambda i: int(i["tokens"]), budget)
+
+
+def visible_memory(state: QAState, notes: bool) -> list[MemoryUnit]:
+    """What the answerer reads of the pool: this round's cues (all notes for MiA); the latest
+    fusion cue, ComoRAG's history, goes in separately as `fused`."""
+    pool = state.get("memory") or []
+    if notes:
+        return list(pool)
+    round_ = state.get("rounds", 0)
+    return [u for u in pool if u["round"] == round_ and u["layer"] != "fusion"]
+
+
+def make_try_answer(deps: Deps):  # noqa: ANN201 - a LangGraph node
+    """The `try_answer` node bound to `deps`."""
+
+    def try_answer(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = ctx_of(runtime)
+        round_ = state.get("rounds", 0)
+        decided = (state.get("update") or {}).get("decision")
+        found = any(g["items"] for g in state.get("round_hits") or [])
+        if (
+            ctx.answer_policy == "on-decision"
+            and decided == "REFINE"
+            and found
+            and exhausted(state, ctx) is None
+        ):
+            emit(runtime, "answer", round=round_, deferred=True)
+            return {}
+        req = AnswerRequest(
+            question=state["question"],
+            task=state.get("task") or "open",
+            options=list(state.get("options") or []),
+            passages=select_passages(state, ctx.answer_budget),
+            signature=list(state.get("signature") or []) if ctx.answer_with_signature else [],
+            memory=visible_memory(state, ctx.encode == "notes") if ctx.answer_with_evidence else [],
+            fused=(state.get("fused") or "") if ctx.answer_with_evidence else "",
+        )
+        usage = Usage()
+        attempt: Attempt = deps.reasoner(ctx).answer(req, usage=usage)
+        attempt["round"] = round_
+        deps.usage.merge(usage)
+        emit(
+            runtime,
+            "answer",
+            round=round_,
+            answer=attempt["answer"],
+            sufficient=attempt["sufficient"],
+            confidence=attempt["confidence"],
+        )
+        return {"attempts": [attempt], **cost(usage)}
+
+    return try_answer

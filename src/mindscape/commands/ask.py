@@ -1,0 +1,204 @@
+"""`mindscape ask`: answer a question about an indexed book with the QA agent.
+
+    mindscape ask "QUESTION" --store DIR [--doc ID] [--task open|multiple-choice|claim]
+                  [--option TEXT ...] [--preset NAME] [--json] [--stream]
+
+`--json` prints one object (answer, confidence, rounds, evidence with chunk ids and text,
+signature, LLM calls and tokens, the decision trace). `--stream` shows the agent's progress
+events as they happen (on stderr; with `--json`, as JSON lines on stdout before the result).
+Errors a user can fix print one line on stderr and exit with 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import uuid
+from typing import Any
+
+from mindscape.commands.common import add_model_options, add_store_option
+from mindscape.errors import MindscapeError, StoreError
+from mindscape.presets import PRESET_NAMES
+
+TASKS = ("open", "multiple-choice", "claim")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register `ask` on the CLI's subparsers."""
+    p = sub.add_parser(
+        "ask",
+        help="answer a question about an indexed book",
+        description="Answer a question with the LangGraph agent: signature, tri-layer retrieval, "
+        "evidence memory, and refinement until it can answer or a budget runs out.",
+    )
+    p.add_argument("question", help="the question (or, with --task claim, the claim)")
+    add_store_option(p)
+    p.add_argument(
+        "--doc",
+        action="append",
+        default=None,
+        metavar="ID",
+        help="document to search (repeat for a series); default: every document",
+    )
+    p.add_argument(
+        "--task",
+        choices=TASKS,
+        default=None,
+        help="default: multiple-choice when options are given, else open",
+    )
+    p.add_argument(
+        "--option",
+        action="append",
+        default=None,
+        metavar="TEXT",
+        help="a multiple-choice option (repeat, in order A, B, C, ...)",
+    )
+    p.add_argument(
+        "--preset", choices=PRESET_NAMES, default="mindscape", help="default: %(default)s"
+    )
+    p.add_argument("--max-rounds", type=int, default=None, help="retrieval rounds (preset default)")
+    p.add_argument("--max-llm-calls", type=int, default=None, help="LLM call budget")
+    p.add_argument(
+        "--rewrite",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="let refinement rewrite the query (preset default)",
+    )
+    add_model_options(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--stream", action="store_true", help="show progress events as they happen")
+    p.set_defaults(func=run)
+    return p
+
+
+def result_json(out: dict[str, Any]) -> dict[str, Any]:
+    """The `--json` object for a QA output."""
+    return {
+        "answer": out.get("answer", ""),
+        "confidence": out.get("confidence", 0.0),
+        "sufficient": out.get("sufficient", False),
+        "task": out.get("task"),
+        "preset": out.get("preset"),
+        "rounds": out.get("rounds", 0),
+        "llm_calls": out.get("llm_calls", 0),
+        "tokens_in": out.get("tokens_in", 0),
+        "tokens_out": out.get("tokens_out", 0),
+        "stop_reason": out.get("stop_reason", ""),
+        "evidence": [
+            {
+                k: e.get(k)
+                for k in ("unit_id", "layer", "doc_id", "chunk_ids", "text", "score", "round")
+            }
+            for e in out.get("evidence") or []
+        ],
+        "signature": [
+            {"unit_id": s["unit_id"], "chunk_ids": s["chunk_ids"], "text": s["text"]}
+            for s in out.get("signature") or []
+        ],
+        "trace": out.get("trace") or [],
+    }
+
+
+def render_text(out: dict[str, Any]) -> str:
+    """A human-readable answer with its evidence."""
+    lines = [
+        f"Answer: {out.get('answer', '')}",
+        f"  confidence {out.get('confidence', 0.0):.2f} · {'sufficient' if out.get('sufficient') else 'insufficient'}"
+        f" · {out.get('rounds', 0)} round(s) · {out.get('llm_calls', 0)} LLM call(s)"
+        f" · stop: {out.get('stop_reason', '')}",
+        "Evidence:",
+    ]
+    for e in out.get("evidence") or []:
+        text = " ".join(e["text"].split())
+        lines.append(
+            f"  [{e['layer']} {', '.join(e['chunk_ids'][:3])}{'…' if len(e['chunk_ids']) > 3 else ''}] {text[:200]}"
+        )
+    if out.get("signature"):
+        lines.append("Signature: " + ", ".join(s["unit_id"] for s in out["signature"]))
+    return "\n".join(lines)
+
+
+def _event_line(event: dict[str, Any]) -> str:
+    name = event.get("event", "?")
+    rest = " ".join(f"{k}={v}" for k, v in event.items() if k != "event")
+    return f"· {name} {rest}"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Answer the question; 0 on success, 2 on a user error (one line on stderr)."""
+    try:
+        out = _ask(args)
+    except (MindscapeError, ValueError) as exc:
+        sys.stderr.write(f"mindscape: error: {exc}\n")
+        return 2
+    sys.stdout.write(
+        (json.dumps(result_json(out), ensure_ascii=False) if args.json else render_text(out)) + "\n"
+    )
+    return 0
+
+
+def _ask(args: argparse.Namespace) -> dict[str, Any]:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from mindscape.context import Context
+    from mindscape.deps import Deps, open_store
+    from mindscape.graphs.qa import build_qa_graph
+    from mindscape.llm import LLMSettings
+
+    if not args.store:
+        raise StoreError("no store given: pass --store DIR or set MINDSCAPE_STORE")
+    store = open_store(args.store)
+    known = {d["doc_id"] for d in store.documents()}
+    if not known:
+        raise StoreError(
+            f"the store at {args.store} holds no finished document (run `mindscape index`)"
+        )
+    for doc in args.doc or []:
+        if doc not in known:
+            raise StoreError(
+                f"unknown document {doc!r} (the store has: {', '.join(sorted(known))})"
+            )
+    if args.task == "multiple-choice" and not args.option:
+        raise ValueError("--task multiple-choice needs --option for each choice")
+
+    settings = LLMSettings.from_env(backend=args.llm, model=args.model, base_url=args.base_url)
+    embedder = None
+    if args.embedder:
+        from mindscape.embeddings import load_embedder
+
+        embedder = load_embedder(args.embedder)
+    deps = Deps(store=store, embedder=embedder, llm_settings=settings)
+    ctx = Context.from_preset(
+        args.preset,
+        store=args.store,
+        backend="llm" if settings.backend == "openai" else "offline",
+        max_rounds=args.max_rounds,
+        max_llm_calls=args.max_llm_calls,
+        query_rewrite=args.rewrite,
+    )
+    docs = args.doc or []
+    question: dict[str, Any] = {
+        "question": args.question,
+        "doc_id": docs[0] if len(docs) == 1 else None,
+        "doc_ids": docs if len(docs) > 1 else None,
+        "task": args.task,
+        "options": args.option,
+    }
+    app = build_qa_graph(deps).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": f"ask-{uuid.uuid4().hex[:8]}"}}
+    if not args.stream:
+        return dict(app.invoke(question, config, context=ctx, durability="exit"))
+    for mode, chunk in app.stream(
+        question, config, context=ctx, stream_mode=["custom"], durability="exit"
+    ):
+        if mode == "custom":
+            if args.json:
+                sys.stdout.write(
+                    json.dumps({"progress": chunk}, ensure_ascii=False, default=str) + "\n"
+                )
+            else:
+                sys.stderr.write(_event_line(chunk) + "\n")
+            (sys.stdout if args.json else sys.stderr).flush()
+    values = app.get_state(config).values
+    return {k: values.get(k) for k in values}

@@ -1,0 +1,291 @@
+"""Run-time settings of the QA graph: every knob, JSON-serialisable, no clients or models.
+
+Precedence for every field: **explicit value > preset > default**. Fields whose default is
+``None`` are the ones presets decide (see :mod:`mindscape.presets`); :meth:`Context.resolved`
+fills them. The store path follows explicit > ``MINDSCAPE_STORE`` > none.
+
+Nodes read settings through :func:`ctx_of`, which accepts a ``Runtime`` whose context is a
+:class:`Context`, a dict (coerced), or anything else (a foreign parent graph's context:
+defaults are used), so the graph works as a script, in Studio and as a subgraph.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import Any, Literal
+
+from mindscape.presets import PRESET_NAMES, get_preset
+
+LAYER_NAMES: tuple[str, ...] = ("veridical", "semantic", "episodic", "outline")
+
+_DEFAULTS: dict[str, Any] = {
+    "signature": "coverage",
+    "alpha": 0.5,
+    "signature_update": "reselect",
+    "signature_mode": "region",
+    "activation": "hybrid",
+    "narrative_order": False,
+    "budgets": {"veridical": 2000, "semantic": 2000, "episodic": 2000, "outline": 0},
+    "budget_scope": "probe",
+    "chunk_mode": "hybrid",
+    "collapse": False,
+    "max_rounds": 5,
+    "max_probes": 3,
+    "query_rewrite": False,
+    "encode": "batched",
+    "fuse": True,
+    "defer_encode": False,
+    "answer_policy": "every-round",
+    "answer_with_signature": True,
+    "answer_with_evidence": True,
+}
+"""Values for preset-decided fields that a preset leaves out."""
+
+
+def _d(description: str) -> dict[str, str]:
+    return {"description": description}
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Every knob of a QA run. ``None`` means "the preset decides"."""
+
+    # ---- what to run
+    preset: str = field(default="mindscape", metadata=_d(f"One of: {', '.join(PRESET_NAMES)}."))
+    store: str | None = field(
+        default=None,
+        metadata=_d("Path of the mindscape store; None reads MINDSCAPE_STORE."),
+    )
+    backend: Literal["auto", "offline", "llm"] = field(
+        default="auto",
+        metadata=_d(
+            "Reasoner behind the LLM roles: offline (extractive, deterministic), llm, or auto "
+            "(llm when the deps have a chat model or MINDSCAPE_LLM_BACKEND=openai)."
+        ),
+    )
+
+    # ---- the signature (MiA)
+    signature: Literal["coverage", "first-k", "none"] | None = field(
+        default=None, metadata=_d("Initial signature: coverage-aware greedy, First-K, or none.")
+    )
+    signature_k: int = field(default=5, metadata=_d("K: most session summaries in σ."))
+    k0: int = field(default=50, metadata=_d("K0: query-only candidate chunks that activate σ."))
+    lambda_q: float = field(default=1.0, metadata=_d("λQ: weight of query relevance."))
+    lambda_c: float = field(default=1.0, metadata=_d("λC: weight of candidate coverage."))
+    lambda_d: float = field(default=0.1, metadata=_d("λD: weight of the redundancy penalty."))
+    alpha: float | None = field(
+        default=None, metadata=_d("α in s = (1-α)·s(q,c) + α·s(σ,c); 0 = query only.")
+    )
+    signature_mode: Literal["mean", "max", "joined", "members", "window", "region"] | None = field(
+        default=None,
+        metadata=_d(
+            "How σ scores a unit, s(σ,u): mean | max | joined (summary vectors or text), members "
+            "(best member chunk), window (inside σ's windows), region (window + document share)."
+        ),
+    )
+    activation: Literal["dense", "hybrid"] | None = field(
+        default=None,
+        metadata=_d("The query-only view (E1) that activates σ: dense, or BM25+dense."),
+    )
+    signature_relevance: Literal["summary", "chunks", "mean"] = field(
+        default="chunks",
+        metadata=_d("rel(q,s) of a session: its summary, its best candidate chunk, or both."),
+    )
+    signature_match: Literal["summary", "members", "window"] = field(
+        default="members",
+        metadata=_d("Coverage match m(s,c): via the summary, the member chunks, or the window."),
+    )
+    signature_update: Literal["none", "reselect", "llm"] | None = field(
+        default=None,
+        metadata=_d(
+            "σ update per round: none (static), reselect (greedy with the evidence-augmented "
+            "query), llm (MiA UPDATE call; offline backend falls back to reselect)."
+        ),
+    )
+
+    # ---- retrieval
+    budgets: dict[str, int] | None = field(
+        default=None,
+        metadata=_d(
+            "Token budget per layer {veridical, semantic, episodic, outline}; 0 turns a layer "
+            "off. A partial dict overrides only the layers it names."
+        ),
+    )
+    budget_scope: Literal["probe", "round"] | None = field(
+        default=None,
+        metadata=_d("Budgets per probe (ComoRAG) or shared by all probes of a round."),
+    )
+    top_n: int = field(default=50, metadata=_d("Candidates per layer before budget packing."))
+    chunk_mode: Literal["dense", "hybrid", "late-fusion"] | None = field(
+        default=None,
+        metadata=_d("Veridical layer: dense | hybrid (BM25+dense) | late-fusion (MoM)."),
+    )
+    hybrid_weight: float = field(
+        default=0.3, metadata=_d("BM25 weight in hybrid chunk ranking and activation.")
+    )
+    gate: Literal["none", "doc"] = field(
+        default="doc",
+        metadata=_d("Scale α down when the query's activation spreads over several documents."),
+    )
+    narrative_order: bool | None = field(
+        default=None,
+        metadata=_d(
+            "Return veridical/episodic hits in source order (ComoRAG) instead of by score."
+        ),
+    )
+    collapse: bool | None = field(
+        default=None, metadata=_d("RAPTOR collapsed tree: rank all layers together by score.")
+    )
+    collapse_budget: int = field(
+        default=3500, metadata=_d("Token budget of the collapsed ranking.")
+    )
+
+    # ---- the loop and its budgets
+    max_rounds: int | None = field(
+        default=None, metadata=_d("Most retrieval rounds (5 for loops).")
+    )
+    max_llm_calls: int = field(
+        default=100, metadata=_d("Stop refining once this many LLM calls were made.")
+    )
+    max_tokens: int = field(
+        default=300_000, metadata=_d("Stop refining once tokens in+out reach this.")
+    )
+    max_probes: int | None = field(
+        default=None, metadata=_d("Self-Probe: most new probes per round (≤3).")
+    )
+    query_rewrite: bool | None = field(
+        default=None, metadata=_d("Let refinement rewrite the retrieval query (hurts multi-hop).")
+    )
+    encode: Literal["none", "per-layer", "batched", "notes"] | None = field(
+        default=None,
+        metadata=_d(
+            "Mem-Encode: none, one call per probe and layer (ComoRAG), one batched call, or "
+            "the UPDATE call's evidence notes (MiA)."
+        ),
+    )
+    fuse: bool | None = field(
+        default=None, metadata=_d("Mem-Fuse the most related part of the pool.")
+    )
+    defer_encode: bool | None = field(
+        default=None,
+        metadata=_d(
+            "Skip Mem-Encode in round 1 and encode that evidence with round 2's (one call fewer; "
+            "no encode call at all when the first attempt answers)."
+        ),
+    )
+    fuse_fraction: float = field(
+        default=0.5, metadata=_d("Share of the pool fused (ComoRAG: top 50%).")
+    )
+    confidence_threshold: float = field(
+        default=0.5, metadata=_d("A sufficient attempt with at least this confidence is accepted.")
+    )
+    answer_policy: Literal["every-round", "on-decision"] | None = field(
+        default=None,
+        metadata=_d(
+            "Try an answer every round, or only when UPDATE decides ANSWER / at the last round."
+        ),
+    )
+    answer_with_signature: bool | None = field(default=None, metadata=_d("The answerer sees σ."))
+    answer_with_evidence: bool | None = field(
+        default=None, metadata=_d("The answerer sees the evidence memory (cues, fused cue).")
+    )
+    answer_budget: int = field(
+        default=6000, metadata=_d("Tokens of passages shown to the answerer.")
+    )
+    evidence_out: int = field(default=8, metadata=_d("Evidence items returned with the answer."))
+    llm_concurrency: int = field(
+        default=4, metadata=_d("Parallel LLM calls for per-layer encoding.")
+    )
+
+    # ---- offline reasoner calibration (MiniLM cosines)
+    open_threshold: float = field(
+        default=0.75,
+        metadata=_d(
+            "Offline open QA: best sentence score that counts as sufficient (FairytaleQA dev, "
+            "MiniLM: the top ~40% of questions, whose top sentence is gold evidence ~70% of the time)."
+        ),
+    )
+    claim_threshold: float = field(
+        default=0.55, metadata=_d("Offline claims: support score above which a claim is TRUE.")
+    )
+    mc_margin: float = field(
+        default=0.02,
+        metadata=_d("Offline multiple choice: score margin that counts as sufficient."),
+    )
+    offline_span: bool = field(
+        default=True,
+        metadata=_d("Offline open QA answers with a short span, not the whole sentence."),
+    )
+
+    def __post_init__(self) -> None:
+        get_preset(self.preset)  # raises on an unknown name
+        if self.alpha is not None and not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
+        if self.budgets is not None:
+            unknown = set(self.budgets) - set(LAYER_NAMES)
+            if unknown:
+                raise ValueError(f"unknown layers in budgets: {sorted(unknown)}")
+        if self.max_probes is not None and not 0 <= self.max_probes <= 3:
+            raise ValueError(f"max_probes must be in 0..3, got {self.max_probes}")
+
+    # ---- resolution
+    def resolved(self) -> Context:
+        """A copy with every ``None`` filled: explicit > preset > default; store from env."""
+        preset = get_preset(self.preset).values
+        values: dict[str, Any] = {}
+        for f in fields(self):
+            own = getattr(self, f.name)
+            if f.name == "budgets":
+                base = dict(preset.get("budgets", _DEFAULTS["budgets"]))
+                base.update(own or {})
+                values["budgets"] = {layer: int(base.get(layer, 0)) for layer in LAYER_NAMES}
+            elif own is None and f.name in _DEFAULTS:
+                values[f.name] = preset.get(f.name, _DEFAULTS[f.name])
+            elif own is None and f.name in preset:
+                values[f.name] = preset[f.name]
+        if self.store is None:
+            values["store"] = os.environ.get("MINDSCAPE_STORE") or None
+        return replace(self, **values)
+
+    @classmethod
+    def from_preset(cls, preset: str, **overrides: Any) -> Context:
+        """A Context for `preset` with explicit overrides (None values are ignored)."""
+        return cls(preset=preset, **{k: v for k, v in overrides.items() if v is not None})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Context:
+        """A Context from a dict; unknown keys are ignored."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain-data view (what Studio shows)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def ctx_of(runtime: Any) -> Context:
+    """The resolved Context of a run, whatever the caller passed as context.
+
+    A :class:`Context` or a dict is used (resolved); anything else, including None or a
+    parent graph's own context type, gives the defaults.
+    """
+    raw = getattr(runtime, "context", runtime)
+    if isinstance(raw, Context):
+        ctx = raw
+    elif isinstance(raw, dict):
+        ctx = Context.from_dict(raw)
+    else:
+        ctx = Context()
+    return ctx.resolved()
+
+
+def field_defaults() -> dict[str, Any]:
+    """Each field's declared default (None for preset-decided fields)."""
+    out: dict[str, Any] = {}
+    for f in fields(Context):
+        if f.default is not MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not MISSING:  # pragma: no cover - no factories today
+            out[f.name] = f.default_factory()
+    return out

@@ -1,0 +1,132 @@
+"""The reasoner interface: one method per LLM role, plain requests and results.
+
+Every method takes a :class:`~mindscape.llm.Usage` ledger and records the LLM calls it made
+there (none for the offline reasoner), so a node can return exact per-run counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from mindscape.llm import Usage
+from mindscape.state import Attempt, EvidenceItem, MemoryUnit, SignatureItem
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@dataclass
+class EncodeGroup:
+    """What one probe retrieved from one layer: the input of one memory unit."""
+
+    probe: str
+    layer: str
+    items: list[EvidenceItem]
+
+
+@dataclass
+class EncodeResult:
+    """Mem-Encode output: one cue per group (same order), and the Mem-Fuse cue if asked."""
+
+    cues: list[str]
+    fused: str | None = None
+
+
+@dataclass
+class AnswerRequest:
+    """What the answerer sees."""
+
+    question: str
+    task: str
+    options: list[str] = field(default_factory=list)
+    passages: list[EvidenceItem] = field(default_factory=list)
+    signature: list[SignatureItem] = field(default_factory=list)
+    """Empty unless the answerer is allowed to see σ."""
+    memory: list[MemoryUnit] = field(default_factory=list)
+    """Empty unless the answerer is allowed to see the evidence memory."""
+    fused: str = ""
+
+
+@dataclass
+class RefineRequest:
+    """What Self-Probe (and the REFINE/ANSWER decision) sees."""
+
+    question: str
+    query: str
+    attempt: Attempt | None
+    memory: list[MemoryUnit]
+    previous_probes: list[str]
+    passages: list[EvidenceItem]
+    max_probes: int = 3
+    rewrite: bool = False
+
+
+@dataclass
+class RefineResult:
+    """Self-Probe output. ``decision`` None leaves the decision to the attempt's confidence."""
+
+    decision: str | None = None
+    probes: list[str] = field(default_factory=list)
+    next_query: str | None = None
+    reason: str = ""
+
+
+@dataclass
+class UpdateRequest:
+    """MiA's UPDATE inputs: (q_t, σ_t, P_t, E_t, H_t)."""
+
+    question: str
+    query: str
+    signature: list[SignatureItem]
+    candidates: list[SignatureItem]
+    passages: list[EvidenceItem]
+    memory: list[MemoryUnit]
+    k: int = 5
+    rewrite: bool = True
+
+
+@dataclass
+class UpdateResult:
+    """MiA's UPDATE outputs: (d_t, q_{t+1}, σ_{t+1}, E_{t+1})."""
+
+    decision: str | None = None
+    next_query: str | None = None
+    signature_ids: list[str] | None = None
+    """Chosen units (from σ_t ∪ H_t); None keeps the candidates' own ranking."""
+    notes: list[tuple[str, list[str]]] = field(default_factory=list)
+    """Grounded evidence notes with the unit ids they cite."""
+    reason: str = ""
+
+
+class Reasoner(Protocol):
+    """The roles the QA graph needs; :mod:`offline` and :mod:`llm` implement them."""
+
+    name: str
+
+    def encode(
+        self,
+        question: str,
+        groups: list[EncodeGroup],
+        history: list[MemoryUnit],
+        *,
+        fuse: bool,
+        usage: Usage,
+    ) -> EncodeResult:
+        """Mem-Encode each group (and Mem-Fuse `history` with the new cues when `fuse`)."""
+        ...
+
+    def fuse(self, question: str, units: list[MemoryUnit], *, usage: Usage) -> str:
+        """Mem-Fuse: one cue integrating the given units' cues towards the question."""
+        ...
+
+    def answer(self, req: AnswerRequest, *, usage: Usage) -> Attempt:
+        """Try-Answer (the attempt's `round` is filled by the node)."""
+        ...
+
+    def refine(self, req: RefineRequest, *, usage: Usage) -> RefineResult:
+        """Self-Probe: new probes (entities first, never repeating), decision, rewrite."""
+        ...
+
+    def update(self, req: UpdateRequest, *, usage: Usage) -> UpdateResult:
+        """MiA UPDATE: decision, next query, signature, evidence notes."""
+        ...

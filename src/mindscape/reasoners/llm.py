@@ -1,0 +1,457 @@
+"""The LLM reasoner: every role as a prompt from :mod:`mindscape.prompts`.
+
+Calls go through :class:`mindscape.llm.LLM` (structured output where the model supports it,
+tolerant JSON extraction and one re-ask otherwise, retries with backoff, every call and
+token counted into the ledger the node passes in). If a model's answer stays unusable after
+the re-ask, that one role falls back to the offline reasoner for that call, and the attempt
+is marked ``llm->offline``: a weak local model degrades the answer, never the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import replace
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel, Field, field_validator
+
+from mindscape import prompts
+from mindscape.llm import LLM, LLMOutputError, LLMSettings, TextCache, Usage
+from mindscape.prompts import answer as answer_prompt
+from mindscape.prompts import encode as encode_prompt
+from mindscape.prompts import fuse as fuse_prompt
+from mindscape.prompts import probe as probe_prompt
+from mindscape.prompts import update as update_prompt
+from mindscape.reasoners.base import (
+    LETTERS,
+    AnswerRequest,
+    EncodeGroup,
+    EncodeResult,
+    RefineRequest,
+    RefineResult,
+    UpdateRequest,
+    UpdateResult,
+)
+from mindscape.reasoners.offline import OfflineReasoner
+from mindscape.state import Attempt, EvidenceItem, MemoryUnit, SignatureItem, norm_probe
+
+logger = logging.getLogger(__name__)
+
+FUSE_MAX_WORDS = 200
+PROBE_PASSAGE_TOKENS = 1200
+"""Tokens of the round's best passages shown to Self-Probe (ComoRAG's probe sees the QA context)."""
+NONE_TEXT = "(none)"
+
+# --------------------------------------------------------------------------- output schemas
+
+_CONFIDENCE_WORDS = {
+    "very high": 0.95,
+    "high": 0.85,
+    "medium": 0.6,
+    "moderate": 0.6,
+    "low": 0.3,
+    "very low": 0.1,
+}
+
+
+def _decision(value: Any) -> str:
+    text = str(value or "").strip().upper()
+    return "ANSWER" if text.startswith("ANSWER") else "REFINE"
+
+
+class CueOut(BaseModel):
+    """Findings for one evidence block."""
+
+    block: str = ""
+    findings: str = ""
+
+
+class EncodeOut(BaseModel):
+    """Mem-Encode (+ Mem-Fuse) output."""
+
+    cues: list[CueOut] = Field(default_factory=list)
+    fused: str = ""
+
+
+class AnswerOut(BaseModel):
+    """Try-Answer output."""
+
+    answer: str = ""
+    sufficient: bool = True
+    confidence: float = 0.5
+    evidence_ids: list[str] = Field(default_factory=list)
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> str:
+        return "" if v is None else str(v)
+
+    @field_validator("confidence", mode="before")
+    @classmethod
+    def _conf(cls, v: Any) -> float:
+        if isinstance(v, str):
+            key = v.strip().lower()
+            if key in _CONFIDENCE_WORDS:
+                return _CONFIDENCE_WORDS[key]
+            try:
+                v = float(key.rstrip("%")) / (100.0 if key.endswith("%") else 1.0)
+            except ValueError:
+                return 0.5
+        value = float(v)
+        value = value / 100.0 if value > 1.0 else value
+        return min(1.0, max(0.0, value))
+
+
+class ProbeOut(BaseModel):
+    """Self-Probe + decision output."""
+
+    decision: str = "REFINE"
+    probes: list[str] = Field(default_factory=list)
+    next_query: str = ""
+    reason: str = ""
+
+    @field_validator("decision", mode="before")
+    @classmethod
+    def _norm(cls, v: Any) -> str:
+        return _decision(v)
+
+
+class NoteOut(BaseModel):
+    """One grounded evidence note."""
+
+    note: str
+    ids: list[str] = Field(default_factory=list)
+
+
+class UpdateOut(BaseModel):
+    """MiA UPDATE output."""
+
+    decision: str = "REFINE"
+    next_query: str = ""
+    signature: list[str] = Field(default_factory=list)
+    evidence: list[NoteOut] = Field(default_factory=list)
+    reason: str = ""
+
+    @field_validator("decision", mode="before")
+    @classmethod
+    def _norm(cls, v: Any) -> str:
+        return _decision(v)
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def format_passages(items: list[EvidenceItem]) -> str:
+    """Evidence items as delimited blocks with their ids."""
+    if not items:
+        return NONE_TEXT
+    return "\n".join(
+        prompts.render(
+            encode_prompt.PASSAGE, unit_id=i["unit_id"], text=" ".join(i["text"].split())
+        )
+        for i in items
+    )
+
+
+def top_passages(items: list[EvidenceItem], budget: int) -> list[EvidenceItem]:
+    """The best-scoring items that fit `budget` tokens, best first."""
+    from mindscape.memory.fusion import pack_budget
+
+    return pack_budget(sorted(items, key=lambda i: -i["score"]), lambda i: int(i["tokens"]), budget)
+
+
+def format_memory(units: list[MemoryUnit], fused: str = "") -> str:
+    """Memory units as lines, with the fused cue last."""
+    lines = [f"- [{u['layer']}] {u['probe']}: {u['cue']}" for u in units if u.get("cue")]
+    if fused:
+        lines.append(f"- [synthesis] {fused}")
+    return "\n".join(lines) or NONE_TEXT
+
+
+def format_summaries(items: list[SignatureItem]) -> str:
+    """Session summaries as delimited blocks with their ids."""
+    if not items:
+        return NONE_TEXT
+    return "\n".join(
+        prompts.render(update_prompt.ITEM, unit_id=s["unit_id"], text=" ".join(s["text"].split()))
+        for s in items
+    )
+
+
+def format_attempt(attempt: Attempt | None) -> str:
+    """One line describing an answer attempt."""
+    if attempt is None:
+        return "no attempt yet"
+    verdict = "sufficient" if attempt["sufficient"] else "NOT enough evidence"
+    return (
+        f"{attempt['answer'] or '(no answer)'} ({verdict}, confidence {attempt['confidence']:.2f})"
+    )
+
+
+_LETTER = re.compile(r"^\s*[\(\[]?([A-Z])[\)\]\.:]?(?:\s|$)")
+
+
+def parse_letter(answer: str, options: list[str]) -> int | None:
+    """The chosen option: a leading letter ("B", "(B)", "B. text") or an option's text."""
+    m = _LETTER.match(answer.strip())
+    if m and LETTERS.index(m.group(1)) < len(options):
+        return LETTERS.index(m.group(1))
+    low = " ".join(answer.lower().split())
+    for i, option in enumerate(options):
+        if low and " ".join(option.lower().split()) in low:
+            return i
+    m = re.search(r"\b(?:option|answer)\s*:?\s*([A-Z])\b", answer)
+    if m and LETTERS.index(m.group(1)) < len(options):
+        return LETTERS.index(m.group(1))
+    return None
+
+
+def parse_claim(answer: str) -> str | None:
+    """TRUE / FALSE from a verdict text, or None."""
+    low = answer.strip().lower()
+    if low.startswith(("true", "yes", "supported")):
+        return "TRUE"
+    if low.startswith(("false", "no", "not supported", "refuted")):
+        return "FALSE"
+    return None
+
+
+# --------------------------------------------------------------------------- the reasoner
+
+
+class LLMReasoner:
+    """Prompts over a chat model; the offline reasoner is the per-call fallback.
+
+    ``shared`` is a dict that outlives one reasoner (the Deps keep one): when the endpoint
+    rejects structured output, the switch to text parsing is remembered there.
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        chat: BaseChatModel,
+        fallback: OfflineReasoner,
+        *,
+        settings: LLMSettings | None = None,
+        cache: TextCache | None = None,
+        shared: dict[str, Any] | None = None,
+    ) -> None:
+        self.chat = chat
+        self.fallback = fallback
+        self.shared = shared if shared is not None else {}
+        self.settings = self.shared.get("llm_settings") or settings or LLMSettings(backend="openai")
+        self.cache = cache
+
+    def _llm(self, usage: Usage) -> LLM:
+        return LLM(self.chat, settings=self.settings, cache=self.cache, usage=usage)
+
+    def _json(
+        self, usage: Usage, prompt: str, system: str, schema: type[BaseModel], role: str
+    ) -> Any:
+        llm = self._llm(usage)
+        try:
+            return llm.complete_json(prompt, system=system, schema=schema, role=role)
+        finally:
+            if llm._structured_off and self.settings.structured == "auto":
+                # the endpoint rejected structured output once: parse text from now on
+                self.settings = replace(self.settings, structured="off")
+                self.shared["llm_settings"] = self.settings
+
+    # ---- roles
+    def encode(
+        self,
+        question: str,
+        groups: list[EncodeGroup],
+        history: list[MemoryUnit],
+        *,
+        fuse: bool,
+        usage: Usage,
+    ) -> EncodeResult:
+        if not groups:
+            return EncodeResult(cues=[])
+        blocks = "\n\n".join(
+            prompts.render(
+                encode_prompt.BLOCK,
+                block_id=f"b{n + 1}",
+                layer=g.layer,
+                probe=g.probe.replace('"', "'"),
+                passages=format_passages(g.items),
+            )
+            for n, g in enumerate(groups)
+        )
+        do_fuse = fuse and bool(history)
+        prompt = prompts.render(
+            encode_prompt.USER,
+            question=question,
+            blocks=blocks,
+            memory=format_memory(history),
+            fuse_rule=encode_prompt.FUSE_RULE if do_fuse else encode_prompt.NO_FUSE_RULE,
+        )
+        try:
+            out: EncodeOut = self._json(usage, prompt, encode_prompt.SYSTEM, EncodeOut, "encode")
+        except LLMOutputError:
+            logger.warning("encode: unusable model output; using extractive cues")
+            return self.fallback.encode(question, groups, history, fuse=fuse, usage=usage)
+        by_block = {c.block.strip(): c.findings.strip() for c in out.cues}
+        cues = [by_block.get(f"b{n + 1}", "") for n in range(len(groups))]
+        if len(out.cues) == len(groups) and not any(cues):  # ids missing: take them in order
+            cues = [c.findings.strip() for c in out.cues]
+        missing = [n for n, c in enumerate(cues) if not c]
+        if missing:
+            extra = self.fallback.encode(
+                question, [groups[n] for n in missing], [], fuse=False, usage=usage
+            )
+            for n, cue in zip(missing, extra.cues, strict=True):
+                cues[n] = cue
+        return EncodeResult(cues=cues, fused=(out.fused.strip() or None) if do_fuse else None)
+
+    def fuse(self, question: str, units: list[MemoryUnit], *, usage: Usage) -> str:
+        notes = "\n".join(
+            prompts.render(fuse_prompt.NOTE, probe=u["probe"], layer=u["layer"], cue=u["cue"])
+            for u in units
+        )
+        prompt = prompts.render(
+            fuse_prompt.USER, question=question, notes=notes or NONE_TEXT, max_words=FUSE_MAX_WORDS
+        )
+        return " ".join(
+            self._llm(usage).complete(prompt, system=fuse_prompt.SYSTEM, role="fuse").split()
+        )
+
+    def answer(self, req: AnswerRequest, *, usage: Usage) -> Attempt:
+        rules = {
+            "multiple-choice": answer_prompt.CHOICE_RULES,
+            "claim": answer_prompt.CLAIM_RULES,
+        }.get(req.task, answer_prompt.OPEN_RULES)
+        options_block = ""
+        if req.task == "multiple-choice" and req.options:
+            options_block = (
+                "Options:\n"
+                + "\n".join(
+                    prompts.render(answer_prompt.OPTION, letter=LETTERS[i], text=o)
+                    for i, o in enumerate(req.options)
+                )
+                + "\n"
+            )
+        signature_block = (
+            prompts.render(answer_prompt.SIGNATURE_BLOCK, signature=format_summaries(req.signature))
+            if req.signature
+            else ""
+        )
+        memory_block = (
+            prompts.render(answer_prompt.MEMORY_BLOCK, memory=format_memory(req.memory, req.fused))
+            if req.memory or req.fused
+            else ""
+        )
+        prompt = prompts.render(
+            answer_prompt.USER,
+            signature_block=signature_block,
+            memory_block=memory_block,
+            passages=format_passages(req.passages),
+            task_rules=rules,
+            question=req.question,
+            options_block=options_block,
+        )
+        try:
+            out: AnswerOut = self._json(usage, prompt, answer_prompt.SYSTEM, AnswerOut, "answer")
+        except LLMOutputError:
+            logger.warning("answer: unusable model output; answering extractively")
+            attempt = self.fallback.answer(req, usage=usage)
+            return Attempt(**{**attempt, "reasoner": "llm->offline"})  # type: ignore[typeddict-item]
+        return self._attempt(req, out)
+
+    def _attempt(self, req: AnswerRequest, out: AnswerOut) -> Attempt:
+        ids = {p["unit_id"] for p in req.passages}
+        support = [i for i in out.evidence_ids if i in ids] or [
+            p["unit_id"] for p in req.passages[:3]
+        ]
+        answer = " ".join(out.answer.split())
+        sufficient = out.sufficient and bool(answer) and answer not in {"*", "-"}
+        choice = None
+        if req.task == "multiple-choice" and req.options:
+            choice = parse_letter(answer, req.options)
+            answer = LETTERS[choice] if choice is not None else answer
+            sufficient = sufficient and choice is not None
+        elif req.task == "claim":
+            verdict = parse_claim(answer)
+            answer = verdict or answer
+            sufficient = sufficient and verdict is not None
+        return Attempt(
+            round=0,
+            answer=answer,
+            sufficient=sufficient,
+            confidence=out.confidence if sufficient else min(out.confidence, 0.5),
+            support=support,
+            choice=choice,
+            reasoner=self.name,
+        )
+
+    def refine(self, req: RefineRequest, *, usage: Usage) -> RefineResult:
+        prompt = prompts.render(
+            probe_prompt.USER,
+            question=req.question,
+            query=req.query,
+            attempt=format_attempt(req.attempt),
+            passages=format_passages(top_passages(req.passages, PROBE_PASSAGE_TOKENS)),
+            memory=format_memory(req.memory),
+            previous="\n".join(f"- {p}" for p in req.previous_probes) or NONE_TEXT,
+            max_probes=req.max_probes,
+            rewrite_rule=probe_prompt.REWRITE_RULE if req.rewrite else probe_prompt.NO_REWRITE_RULE,
+        )
+        try:
+            out: ProbeOut = self._json(usage, prompt, probe_prompt.SYSTEM, ProbeOut, "probe")
+        except LLMOutputError:
+            logger.warning("probe: unusable model output; probing extractively")
+            return self.fallback.refine(req, usage=usage)
+        seen = {norm_probe(p) for p in [*req.previous_probes, req.question]}
+        probes: list[str] = []
+        for p in out.probes:
+            key = norm_probe(str(p))
+            if key and key not in seen:
+                seen.add(key)
+                probes.append(" ".join(str(p).split()))
+        next_query = out.next_query.strip() if req.rewrite else ""
+        return RefineResult(
+            decision=out.decision,
+            probes=probes[: req.max_probes],
+            next_query=next_query or None,
+            reason=out.reason,
+        )
+
+    def update(self, req: UpdateRequest, *, usage: Usage) -> UpdateResult:
+        prompt = prompts.render(
+            update_prompt.USER,
+            question=req.question,
+            query=req.query,
+            signature=format_summaries(req.signature),
+            candidates=format_summaries(req.candidates),
+            passages=format_passages(req.passages),
+            memory=format_memory(req.memory),
+            k=req.k,
+            rewrite_rule=update_prompt.REWRITE_RULE
+            if req.rewrite
+            else update_prompt.NO_REWRITE_RULE,
+        )
+        try:
+            out: UpdateOut = self._json(usage, prompt, update_prompt.SYSTEM, UpdateOut, "update")
+        except LLMOutputError:
+            logger.warning("update: unusable model output; re-selecting the signature")
+            return self.fallback.update(req, usage=usage)
+        known = {s["unit_id"] for s in [*req.signature, *req.candidates]}
+        chosen = [i for i in dict.fromkeys(out.signature) if i in known][: req.k]
+        passage_ids = {p["unit_id"] for p in req.passages}
+        notes = [
+            (" ".join(n.note.split()), [i for i in n.ids if i in passage_ids])
+            for n in out.evidence
+            if n.note.strip()
+        ]
+        next_query = out.next_query.strip() if req.rewrite else ""
+        return UpdateResult(
+            decision=out.decision,
+            next_query=next_query or None,
+            signature_ids=chosen or None,
+            notes=notes,
+            reason=out.reason,
+        )

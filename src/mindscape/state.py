@@ -1,0 +1,255 @@
+"""The QA graph's state: what goes in, what comes out, and what the loop carries between.
+
+Three TypedDicts (data-enrichment's pattern):
+
+* :class:`QAInput`: the public contract (question, document or series, task, options);
+* :class:`QAOutput`: the public result (answer, confidence, evidence, signature, trace, cost);
+* :class:`QAState`: both plus the loop's internals, with reducers next to the fields.
+
+Everything in the state is plain JSON data (dicts, lists, strings, numbers), so it
+checkpoints, streams and shows in LangGraph Studio as is. The ``*Dict`` types document
+the shapes of the items; they are not enforced at runtime.
+
+Per-question reset: ``init_signature`` writes :class:`langgraph.types.Overwrite` values into
+every reducer field, so a second question on the same thread starts from a clean slate.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal
+
+from typing_extensions import NotRequired, TypedDict
+
+Task = Literal["open", "multiple-choice", "claim"]
+Decision = Literal["ANSWER", "REFINE", "STOP"]
+
+#: Task names the input accepts for each canonical task (bench names included).
+TASK_ALIASES: dict[str, Task] = {
+    "open": "open",
+    "open_qa": "open",
+    "qa": "open",
+    "multiple-choice": "multiple-choice",
+    "multiple_choice": "multiple-choice",
+    "mc": "multiple-choice",
+    "claim": "claim",
+    "claim_verification": "claim",
+    "verify": "claim",
+}
+
+
+def canonical_task(task: str | None, options: list[str] | None = None) -> Task:
+    """The canonical task for an input: an alias, or guessed from the options when unset."""
+    if task:
+        try:
+            return TASK_ALIASES[task.strip().lower()]
+        except KeyError:
+            known = ", ".join(sorted(set(TASK_ALIASES.values())))
+            raise ValueError(f"unknown task {task!r} (use one of: {known})") from None
+    return "multiple-choice" if options else "open"
+
+
+# --------------------------------------------------------------------------- item shapes
+
+
+class EvidenceItem(TypedDict):
+    """One retrieved unit of one layer, with the scores that ranked it."""
+
+    unit_id: str
+    """Stable id of the unit (`<doc>:c3`, `<doc>:e1`, ...)."""
+    layer: str
+    """veridical | semantic | episodic | outline."""
+    doc_id: str
+    chunk_ids: list[str]
+    """The source chunks the unit is anchored to."""
+    text: str
+    score: float
+    """The fused score it was ranked by."""
+    score_query: float
+    score_signature: float
+    tokens: int
+    round: int
+    """The round that retrieved it (1-based)."""
+    probe: str
+    """The query or probe that retrieved it."""
+
+
+class ProbeHits(TypedDict):
+    """What one probe retrieved from one layer in the current round."""
+
+    probe: str
+    layer: str
+    items: list[EvidenceItem]
+
+
+class MemoryUnit(TypedDict):
+    """ComoRAG's memory unit `(probe, layer, evidence ids, cue)` (layer "fusion" for Mem-Fuse)."""
+
+    probe: str
+    layer: str
+    evidence_ids: list[str]
+    """Unit ids of the evidence the cue was read from."""
+    cue: str
+    """What the evidence adds towards the answer (the Comprehension Agent's key findings)."""
+    round: int
+
+
+class SignatureItem(TypedDict):
+    """One session summary in the signature σ."""
+
+    unit_id: str
+    text: str
+    chunk_ids: list[str]
+    gains: NotRequired[dict[str, float]]
+    rank: NotRequired[int]
+
+
+class Attempt(TypedDict):
+    """One answer attempt."""
+
+    round: int
+    answer: str
+    """Open QA: a short span; multiple choice: a letter; claims: TRUE or FALSE; may be a guess."""
+    sufficient: bool
+    """False is the explicit "not enough evidence" outcome."""
+    confidence: float
+    """0..1; with `sufficient` it drives REFINE/ANSWER."""
+    support: list[str]
+    """Unit ids the answer rests on."""
+    rationale: NotRequired[str]
+    choice: NotRequired[int | None]
+    """Multiple choice: the chosen option's index."""
+    reasoner: NotRequired[str]
+    """offline | llm | llm->offline (the LLM's output was unusable)."""
+
+
+class TraceStep(TypedDict):
+    """One round of the decision trace."""
+
+    round: int
+    queries: list[str]
+    hits: dict[str, int]
+    """Units retrieved per layer this round."""
+    signature: list[str]
+    answer: str
+    sufficient: bool
+    confidence: float
+    decision: str
+    reason: str
+    probes: list[str]
+    """Probes proposed for the next round."""
+    llm_calls: int
+    """LLM calls so far (cumulative)."""
+
+
+# --------------------------------------------------------------------------- reducers
+
+
+def merge_evidence(
+    left: list[EvidenceItem] | None, right: list[EvidenceItem] | None
+) -> list[EvidenceItem]:
+    """Union by unit id in first-seen order; a repeat keeps the item with the higher score."""
+    out: dict[str, EvidenceItem] = {}
+    for item in [*(left or []), *(right or [])]:
+        uid = item["unit_id"]
+        if uid not in out or item.get("score", 0.0) > out[uid].get("score", 0.0):
+            out[uid] = item if uid not in out else {**item, "round": out[uid]["round"]}
+    return list(out.values())
+
+
+def add_units(left: list[MemoryUnit] | None, right: list[MemoryUnit] | None) -> list[MemoryUnit]:
+    """Append memory units; a unit with the same (probe, layer, evidence ids) replaces the old one."""
+    out: dict[tuple[str, str, tuple[str, ...]], MemoryUnit] = {}
+    for unit in [*(left or []), *(right or [])]:
+        out[(unit["probe"], unit["layer"], tuple(unit["evidence_ids"]))] = unit
+    return list(out.values())
+
+
+def norm_probe(text: str) -> str:
+    """The comparison form of a probe: lower case, single spaces, no end punctuation."""
+    return " ".join(text.lower().split()).strip(" ?.!")
+
+
+def add_unique(left: list[str] | None, right: list[str] | None) -> list[str]:
+    """Append strings that are new up to case, spacing and end punctuation."""
+    out = list(left or [])
+    seen = {norm_probe(p) for p in out}
+    for p in right or []:
+        key = norm_probe(p)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
+
+
+# --------------------------------------------------------------------------- schemas
+
+
+class QAInput(TypedDict):
+    """A question about an indexed book (or a series of books)."""
+
+    question: str
+    """The question, or the claim to verify."""
+    doc_id: NotRequired[str | None]
+    """The document to search; None searches every document in the store."""
+    doc_ids: NotRequired[list[str] | None]
+    """A series: several documents searched as one (overrides `doc_id`)."""
+    task: NotRequired[str | None]
+    """open | multiple-choice | claim (bench names accepted); default: multiple-choice if options, else open."""
+    options: NotRequired[list[str] | None]
+    """Multiple-choice options, in letter order A, B, C, ..."""
+
+
+class QAOutput(TypedDict):
+    """The result of a question."""
+
+    answer: NotRequired[str]
+    """The final answer: the accepted attempt, or the best attempt when a budget ran out."""
+    confidence: NotRequired[float]
+    sufficient: NotRequired[bool]
+    """False when even the best attempt found the evidence insufficient."""
+    task: NotRequired[str]
+    evidence: NotRequired[list[EvidenceItem]]
+    """The evidence the answer rests on (its support first, then the best-scoring rest)."""
+    signature: NotRequired[list[SignatureItem]]
+    """The final signature σ (session summaries)."""
+    trace: NotRequired[Annotated[list[TraceStep], operator.add]]
+    """The decision trace, one step per round."""
+    rounds: NotRequired[Annotated[int, operator.add]]
+    """Retrieval rounds run."""
+    llm_calls: NotRequired[Annotated[int, operator.add]]
+    """LLM calls made (re-asks included)."""
+    tokens_in: NotRequired[Annotated[int, operator.add]]
+    tokens_out: NotRequired[Annotated[int, operator.add]]
+    stop_reason: NotRequired[str]
+    """answered | rounds | llm_calls | tokens | exhausted (nothing new to try)."""
+    preset: NotRequired[str]
+
+
+class QAState(QAInput, QAOutput):
+    """Everything the loop carries: `(query, signature, evidence memory)` and bookkeeping."""
+
+    query: NotRequired[str]
+    """The current retrieval query (the question, or its rewrite)."""
+    pending_probes: NotRequired[list[str]]
+    """Probes to retrieve with in the next round (Self-Probe output)."""
+    probes: NotRequired[Annotated[list[str], add_unique]]
+    """Every probe asked so far (never repeated)."""
+    round_hits: NotRequired[list[ProbeHits]]
+    """This round's retrieval, per probe and layer."""
+    retrieved: NotRequired[Annotated[list[EvidenceItem], merge_evidence]]
+    """Everything retrieved so far (deduplicated by unit id); excluded from later retrieval."""
+    memory: NotRequired[Annotated[list[MemoryUnit], add_units]]
+    """The memory pool of units `(probe, layer, evidence ids, cue)`."""
+    fused: NotRequired[str]
+    """The latest Mem-Fuse cue."""
+    attempts: NotRequired[Annotated[list[Attempt], operator.add]]
+    """Every answer attempt."""
+    update: NotRequired[dict[str, Any]]
+    """The latest signature update: decision, next_query, reason (MiA's UPDATE)."""
+    decision: NotRequired[str]
+    """ANSWER | REFINE | STOP, written by `refine`; the router reads it."""
+
+
+COUNTERS: tuple[str, ...] = ("rounds", "llm_calls", "tokens_in", "tokens_out")
+"""The additive counters of the state."""

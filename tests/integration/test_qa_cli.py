@@ -1,0 +1,134 @@
+"""`mindscape ask`: --json, --stream, presets, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from mindscape.commands import ask
+from tests.integration.conftest import QA_DOC
+
+pytestmark = pytest.mark.integration
+
+Q = "What did the father bring back for cinderella?"
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="mindscape")
+    sub = parser.add_subparsers(dest="command")
+    ask.add_parser(sub)
+    return parser.parse_args(["ask", *argv])
+
+
+def test_ask_json(qa_store: Path, qa_deps: object, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = ask.run(
+        parse(
+            Q,
+            "--store",
+            str(qa_store),
+            "--doc",
+            QA_DOC,
+            "--preset",
+            "naive",
+            "--json",
+            "--llm",
+            "offline",
+        )
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert (
+        out["answer"] and out["rounds"] == 1 and out["llm_calls"] == 0 and out["preset"] == "naive"
+    )
+    assert out["evidence"] and all(e["chunk_ids"] and e["text"] for e in out["evidence"])
+    assert isinstance(out["signature"], list) and out["trace"]
+
+
+def test_ask_multiple_choice_text_output(
+    qa_store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc = ask.run(
+        parse(
+            Q,
+            "--store",
+            str(qa_store),
+            "--option",
+            "pearls",
+            "--option",
+            "a hazel branch",
+            "--preset",
+            "mia-rag",
+            "--llm",
+            "offline",
+        )
+    )
+    text = capsys.readouterr().out
+    assert rc == 0 and text.startswith("Answer: ") and "Evidence:" in text and "Signature:" in text
+
+
+def test_ask_stream_json_lines(qa_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = ask.run(
+        parse(
+            Q,
+            "--store",
+            str(qa_store),
+            "--json",
+            "--stream",
+            "--preset",
+            "mindscape",
+            "--max-rounds",
+            "2",
+            "--llm",
+            "offline",
+        )
+    )
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert rc == 0 and len(lines) > 3
+    progress = [json.loads(line)["progress"]["event"] for line in lines[:-1]]
+    assert progress[0] == "signature" and "decision" in progress
+    final = json.loads(lines[-1])
+    assert final["answer"] and final["rounds"] in (1, 2)
+
+
+def test_ask_stream_text_goes_to_stderr(qa_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = ask.run(
+        parse(Q, "--store", str(qa_store), "--stream", "--preset", "naive", "--llm", "offline")
+    )
+    captured = capsys.readouterr()
+    assert rc == 0 and captured.out.startswith("Answer: ") and "· retrieve" in captured.err
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--store", "{missing}"], "no mindscape store"),
+        (["--store", "{store}", "--doc", "nosuchbook"], "unknown document 'nosuchbook'"),
+        (["--store", "{store}", "--task", "multiple-choice"], "needs --option"),
+    ],
+)
+def test_errors_are_one_line_exit_2(
+    qa_store: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    argv = [a.format(missing=tmp_path / "none", store=qa_store) for a in argv]
+    rc = ask.run(parse(Q, *argv, "--llm", "offline"))
+    err = capsys.readouterr().err
+    assert (
+        rc == 2 and message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    )
+    assert not (tmp_path / "none").exists()
+
+
+def test_registered_in_the_cli(qa_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mindscape.cli import main
+
+    rc = main(
+        ["ask", Q, "--store", str(qa_store), "--preset", "naive", "--json", "--llm", "offline"]
+    )
+    assert rc == 0 and json.loads(capsys.readouterr().out)["answer"]

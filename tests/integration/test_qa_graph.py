@@ -1,0 +1,244 @@
+"""The whole QA graph as a script: InMemorySaver, invoke/stream, multi-round refinement,
+budgets, answer formats, every preset, partial runs, and the real store."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from mindscape.context import Context
+from mindscape.deps import Deps
+from mindscape.graphs.qa import answer_question, build_qa_graph
+from mindscape.presets import PRESET_NAMES
+from tests.fakes import QAScript
+from tests.integration.conftest import QA_DOC
+
+pytestmark = pytest.mark.integration
+
+Q = "Who helped Cinderella pick the lentils out of the ashes?"
+
+
+def app_for(deps: Deps) -> Any:
+    return build_qa_graph(deps).compile(checkpointer=InMemorySaver())
+
+
+def cfg(thread: str) -> dict:
+    return {"configurable": {"thread_id": thread}}
+
+
+def llm_deps(qa_deps: Deps, script: QAScript) -> Deps:
+    return Deps(store=qa_deps.store, embedder=qa_deps.embedder, chat=script.chat_model())
+
+
+# ---------------------------------------------------------------- offline, real store
+
+
+@pytest.mark.parametrize("preset", PRESET_NAMES)
+def test_every_preset_answers_offline(qa_deps: Deps, preset: str) -> None:
+    out = app_for(qa_deps).invoke(
+        {"question": Q, "doc_id": QA_DOC},
+        cfg(preset),
+        context=Context(preset=preset, backend="offline"),
+    )
+    assert out["answer"] and out["preset"] == preset and out["llm_calls"] == 0
+    assert 1 <= out["rounds"] <= Context(preset=preset).resolved().max_rounds
+    assert out["evidence"] and all(e["chunk_ids"] and e["text"] for e in out["evidence"])
+    assert all(c.startswith(f"{QA_DOC}:c") for e in out["evidence"] for c in e["chunk_ids"])
+    uses_signature = Context(preset=preset).resolved().signature != "none"
+    assert bool(out["signature"]) == uses_signature
+    if uses_signature:
+        assert all(
+            s["unit_id"].startswith(f"{QA_DOC}:e") and s["chunk_ids"] for s in out["signature"]
+        )
+    assert len(out["trace"]) == out["rounds"] and out["trace"][-1]["decision"] in {"ANSWER", "STOP"}
+
+
+def test_answer_formats_offline(qa_deps: Deps) -> None:
+    app = app_for(qa_deps)
+    mc = app.invoke(
+        {
+            "question": "What did the father bring back for cinderella?",
+            "doc_id": QA_DOC,
+            "options": [
+                "pearls and jewels",
+                "a branch of the hazel-bush",
+                "a golden slipper",
+                "a dress",
+            ],
+        },
+        cfg("mc"),
+        context=Context(preset="naive"),
+    )
+    assert mc["task"] == "multiple-choice" and mc["answer"] in {"A", "B", "C", "D"}
+    claim = app.invoke(
+        {
+            "question": "Cinderella planted the hazel branch on her mother's grave.",
+            "doc_id": QA_DOC,
+            "task": "claim",
+        },
+        cfg("claim"),
+        context=Context(preset="naive"),
+    )
+    assert claim["task"] == "claim" and claim["answer"] in {"TRUE", "FALSE"}
+    open_ = app.invoke(
+        {"question": "What did cinderella's father bring back for her?", "doc_id": QA_DOC},
+        cfg("open"),
+        context=Context(preset="naive"),
+    )
+    assert open_["task"] == "open" and 0 < len(open_["answer"].split()) <= 30
+
+
+def test_offline_refines_when_unsure_and_probes_never_repeat(qa_deps: Deps) -> None:
+    ctx = Context(preset="comorag", backend="offline", open_threshold=0.99, max_rounds=4)
+    out = app_for(qa_deps).invoke({"question": Q, "doc_id": QA_DOC}, cfg("refine"), context=ctx)
+    assert out["rounds"] >= 2 and out["trace"][0]["decision"] == "REFINE"
+    probes = [p for step in out["trace"] for p in step["probes"]]
+    assert len(probes) == len({p.lower() for p in probes})
+    assert out["stop_reason"] in {"rounds", "exhausted"} and out["answer"]
+
+
+def test_second_question_on_the_same_thread_starts_clean(qa_deps: Deps) -> None:
+    app = app_for(qa_deps)
+    ctx = Context(preset="comorag", backend="offline", open_threshold=0.99, max_rounds=2)
+    first = app.invoke({"question": Q, "doc_id": QA_DOC}, cfg("same"), context=ctx)
+    second = app.invoke(
+        {"question": "Where did the father go?", "doc_id": QA_DOC}, cfg("same"), context=ctx
+    )
+    assert first["rounds"] == second["rounds"] == 2 and len(second["trace"]) == 2
+    state = app.get_state(cfg("same")).values
+    assert (
+        all(i["round"] <= 2 for i in state["retrieved"])
+        and state["question"] == "Where did the father go?"
+    )
+
+
+def test_stream_updates_and_progress_events(qa_deps: Deps) -> None:
+    app = app_for(qa_deps)
+    nodes, events = [], []
+    for mode, chunk in app.stream(
+        {"question": Q, "doc_id": QA_DOC},
+        cfg("stream"),
+        context=Context(preset="mindscape", max_rounds=1),
+        stream_mode=["updates", "custom"],
+    ):
+        if mode == "updates":
+            nodes.extend(chunk)
+        else:
+            events.append(chunk["event"])
+    assert nodes == [
+        "init_signature",
+        "tri_layer_retrieve",
+        "signature_update",
+        "evidence_fuse",
+        "try_answer",
+        "refine",
+    ]
+    assert (
+        events[:2] == ["signature", "retrieve"] and "answer" in events and events[-1] == "decision"
+    )
+
+
+def test_partial_run_from_a_given_state(qa_deps: Deps) -> None:
+    """Run a slice: set the state as if evidence_fuse had run, stop after try_answer."""
+    app = app_for(qa_deps)
+    item = {
+        "unit_id": f"{QA_DOC}:c0",
+        "layer": "veridical",
+        "doc_id": QA_DOC,
+        "chunk_ids": [f"{QA_DOC}:c0"],
+        "text": "The two white pigeons came in by the kitchen window and picked the lentils out of the ashes.",
+        "score": 0.9,
+        "score_query": 0.9,
+        "score_signature": 0.0,
+        "tokens": 20,
+        "round": 1,
+        "probe": Q,
+    }
+    config = cfg("slice")
+    app.update_state(
+        config,
+        {
+            "question": Q,
+            "task": "open",
+            "rounds": 1,
+            "query": Q,
+            "round_hits": [{"probe": Q, "layer": "veridical", "items": [item]}],
+            "retrieved": [item],
+            "memory": [],
+            "attempts": [],
+        },
+        as_node="evidence_fuse",
+    )
+    app.invoke(None, config, context=Context(preset="naive"), interrupt_after=["try_answer"])
+    state = app.get_state(config)
+    assert state.next == ("refine",)
+    assert "pigeons" in state.values["attempts"][-1]["answer"]
+
+
+def test_answer_question_helper(qa_deps: Deps) -> None:
+    out = answer_question(
+        {"qid": "x1", "question": Q, "doc_id": QA_DOC, "task": "open"}, preset="naive", deps=qa_deps
+    )
+    assert out["answer"] and out["rounds"] == 1
+
+
+# ---------------------------------------------------------------- scripted LLM, real store
+
+
+def test_llm_run_refines_twice_then_answers(qa_deps: Deps) -> None:
+    script = QAScript(answer="two white pigeons", refuse=2)
+    deps = llm_deps(qa_deps, script)
+    out = app_for(deps).invoke(
+        {"question": Q, "doc_id": QA_DOC}, cfg("llm"), context=Context(preset="mindscape")
+    )
+    assert (
+        out["answer"] == "two white pigeons"
+        and out["rounds"] == 3
+        and out["stop_reason"] == "answered"
+    )
+    assert [s["decision"] for s in out["trace"]] == ["REFINE", "REFINE", "ANSWER"]
+    assert out["trace"][1]["queries"] == [
+        "probe 1.1",
+        "probe 1.2",
+    ]  # round 2 retrieves with the probes
+    assert out["llm_calls"] == sum(script.counts.values()) == deps.usage.calls
+    assert script.counts["answer"] == 3 and script.counts["probe"] == 2
+    assert out["tokens_in"] > 0 and out["tokens_out"] > 0
+
+
+@pytest.mark.parametrize(
+    "limits,reason",
+    [
+        ({"max_rounds": 2}, "rounds"),
+        ({"max_llm_calls": 4}, "llm_calls"),
+        ({"max_tokens": 3000}, "tokens"),
+    ],
+)
+def test_each_budget_stops_the_loop(qa_deps: Deps, limits: dict, reason: str) -> None:
+    script = QAScript(refuse=100)
+    out = app_for(llm_deps(qa_deps, script)).invoke(
+        {"question": Q, "doc_id": QA_DOC},
+        cfg(reason),
+        context=Context(preset="mindscape", **limits),
+    )
+    assert out["stop_reason"] == reason and out["trace"][-1]["decision"] == "STOP"
+    assert out["answer"] == "not enough evidence" and not out["sufficient"]
+    if reason == "rounds":
+        assert out["rounds"] == 2
+    if reason == "llm_calls":
+        assert 4 <= out["llm_calls"] <= 4 + 3  # at most one round past the budget
+    if reason == "tokens":
+        assert out["tokens_in"] + out["tokens_out"] >= 3000 and out["rounds"] < 5
+
+
+def test_mia_agent_answers_once_update_decides(qa_deps: Deps) -> None:
+    script = QAScript(answer="the pigeons", refuse=1)
+    out = app_for(llm_deps(qa_deps, script)).invoke(
+        {"question": Q, "doc_id": QA_DOC}, cfg("mia"), context=Context(preset="mia-agent")
+    )
+    assert out["answer"] == "the pigeons" and out["rounds"] == 2
+    assert script.counts == {"update": 2, "answer": 1}
+    assert re.search(r"e\d+$", out["signature"][0]["unit_id"])

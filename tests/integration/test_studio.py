@@ -1,0 +1,112 @@
+"""LangGraph Studio: `langgraph dev` serves the exported graph; one question through the SDK.
+
+The server runs from the repo root (graph paths in langgraph.json are relative to it; its
+`.langgraph_api/` state is git-ignored) and finds the store through `MINDSCAPE_STORE`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.integration.conftest import QA_DOC
+
+pytestmark = pytest.mark.integration
+
+STARTUP_S = 180
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def langgraph_exe() -> str:
+    exe = Path(sys.executable).with_name("langgraph")
+    return str(exe) if exe.exists() else (shutil.which("langgraph") or "langgraph")
+
+
+def test_langgraph_json_exports_the_graph_without_checkpointer() -> None:
+    config = json.loads((REPO / "langgraph.json").read_text())
+    path, _, name = config["graphs"]["mindscape"].partition(":")
+    assert (REPO / path).is_file() and name == "graph"
+    from mindscape.graphs import qa
+
+    assert qa.graph.checkpointer is None and qa.graph.context_schema is not None
+
+
+def test_studio_runs_a_question(qa_store: Path, tmp_path: Path) -> None:
+    port = free_port()
+    env = {
+        **os.environ,
+        "MINDSCAPE_STORE": str(qa_store),
+        "MINDSCAPE_LLM_BACKEND": "offline",
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGSMITH_TRACING": "false",
+        "NO_PROXY": "127.0.0.1,localhost",
+    }
+    log = (tmp_path / "server.log").open("w")
+    proc = subprocess.Popen(
+        [
+            langgraph_exe(),
+            "dev",
+            "--no-browser",
+            "--no-reload",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--config",
+            str(REPO / "langgraph.json"),
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + STARTUP_S
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/ok", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                pytest.fail(
+                    "langgraph dev did not start:\n" + (tmp_path / "server.log").read_text()[-3000:]
+                )
+            time.sleep(1)
+        from langgraph_sdk import get_sync_client
+
+        client = get_sync_client(url=url)
+        assistants = client.assistants.search(graph_id="mindscape")
+        assert assistants
+        out = client.runs.wait(
+            None,
+            "mindscape",
+            input={"question": "What did the father bring back for cinderella?", "doc_id": QA_DOC},
+            context={"preset": "naive"},
+        )
+        assert isinstance(out, dict) and out["answer"], out
+        assert out["rounds"] == 1 and out["evidence"][0]["chunk_ids"][0].startswith(f"{QA_DOC}:c")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()

@@ -1,0 +1,149 @@
+"""Context resolution, presets, state reducers and input checks."""
+
+from __future__ import annotations
+
+import pytest
+from langgraph.runtime import Runtime
+
+from mindscape.context import Context, ctx_of
+from mindscape.presets import PRESET_NAMES, PRESETS, get_preset
+from mindscape.state import add_unique, add_units, canonical_task, merge_evidence
+
+
+def _item(uid: str, score: float, round_: int = 1) -> dict:
+    return {"unit_id": uid, "score": score, "round": round_, "text": uid}
+
+
+def test_presets_cover_the_seven_systems() -> None:
+    assert PRESET_NAMES == (
+        "naive",
+        "raptor",
+        "mom",
+        "mia-rag",
+        "mia-agent",
+        "comorag",
+        "mindscape",
+    )
+    for name in PRESET_NAMES:
+        assert PRESETS[name].reproduces
+        ctx = Context(preset=name).resolved()
+        assert ctx.max_rounds and ctx.budgets is not None
+        assert set(ctx.budgets) == {"veridical", "semantic", "episodic", "outline"}
+    with pytest.raises(ValueError, match="unknown preset"):
+        get_preset("nope")
+    with pytest.raises(ValueError, match="unknown preset"):
+        Context(preset="nope")
+
+
+def test_paper_behaviour_of_presets() -> None:
+    r = {n: Context(preset=n).resolved() for n in PRESET_NAMES}
+    assert all(r[n].max_rounds == 1 for n in ("naive", "raptor", "mom", "mia-rag"))
+    assert (
+        r["comorag"].max_rounds == 5
+        and r["comorag"].encode == "per-layer"
+        and r["comorag"].max_probes == 3
+    )
+    assert r["comorag"].signature == "none" and r["comorag"].alpha == 0.0
+    assert r["mia-rag"].signature == "coverage" and r["mia-rag"].alpha == 0.5
+    assert r["mia-agent"].signature == "first-k" and r["mia-agent"].signature_update == "llm"
+    assert r["mia-agent"].answer_policy == "on-decision" and r["mia-agent"].query_rewrite
+    assert r["raptor"].collapse and r["mom"].chunk_mode == "late-fusion"
+    assert r["mindscape"].encode == "batched" and r["mindscape"].budget_scope == "round"
+
+
+def test_explicit_beats_preset_beats_default() -> None:
+    ctx = Context(preset="naive", max_rounds=3, budgets={"episodic": 500}).resolved()
+    assert ctx.max_rounds == 3
+    assert ctx.budgets == {"veridical": 2000, "semantic": 0, "episodic": 500, "outline": 0}
+    assert Context(preset="comorag", query_rewrite=True).resolved().query_rewrite is True
+    assert Context().resolved().preset == "mindscape"
+
+
+def test_store_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MINDSCAPE_STORE", "/from/env")
+    assert Context().resolved().store == "/from/env"
+    assert Context(store="/explicit").resolved().store == "/explicit"
+    monkeypatch.delenv("MINDSCAPE_STORE")
+    assert Context().resolved().store is None
+
+
+def test_ctx_of_accepts_every_entry_mode() -> None:
+    assert ctx_of(Runtime(context=Context(preset="naive"))).preset == "naive"
+    assert ctx_of(Runtime(context={"preset": "comorag", "unknown": 1})).max_probes == 3
+    assert ctx_of(Runtime(context=None)).preset == "mindscape"
+    assert ctx_of(Runtime(context=object())).preset == "mindscape"  # a foreign parent's context
+    assert ctx_of(None).preset == "mindscape"
+
+
+def test_context_validation() -> None:
+    with pytest.raises(ValueError, match="alpha"):
+        Context(alpha=1.5)
+    with pytest.raises(ValueError, match="layers"):
+        Context(budgets={"bogus": 1})
+    with pytest.raises(ValueError, match="max_probes"):
+        Context(max_probes=4)
+
+
+def test_merge_evidence_dedupes_and_keeps_best_score() -> None:
+    merged = merge_evidence(
+        [_item("a", 0.5), _item("b", 0.4)], [_item("a", 0.9, 2), _item("c", 0.1, 2)]
+    )
+    assert [i["unit_id"] for i in merged] == ["a", "b", "c"]
+    assert merged[0]["score"] == 0.9 and merged[0]["round"] == 1  # first round it was seen
+    assert merge_evidence(None, None) == []
+
+
+def test_add_units_replaces_same_unit() -> None:
+    u = {"probe": "p", "layer": "veridical", "evidence_ids": ["a"], "cue": "old", "round": 1}
+    v = {**u, "cue": "new", "round": 2}
+    w = {**u, "layer": "episodic"}
+    assert [x["cue"] for x in add_units([u], [v, w])] == ["new", "old"]
+
+
+def test_add_unique_ignores_case_space_and_punctuation() -> None:
+    assert add_unique(["Who is Mara?"], ["who is  mara", "Tobin", "tobin."]) == [
+        "Who is Mara?",
+        "Tobin",
+    ]
+
+
+def test_canonical_task() -> None:
+    assert canonical_task(None) == "open"
+    assert canonical_task(None, ["a", "b"]) == "multiple-choice"
+    assert canonical_task("claim_verification") == "claim"
+    assert canonical_task("MC") == "multiple-choice"
+    with pytest.raises(ValueError, match="unknown task"):
+        canonical_task("poem")
+
+
+# ---------------------------------------------------------------- deps
+
+
+def test_deps_are_lazy_and_injected_objects_win(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mindscape.deps import Deps
+    from mindscape.errors import StoreError
+    from tests.fakes import FakeRetriever, ScriptedChatModel
+
+    monkeypatch.delenv("MINDSCAPE_LLM_BACKEND", raising=False)
+    d = Deps()
+    assert d.embedder is None and d.store is None and d.chat is None  # nothing built yet
+    with pytest.raises(StoreError, match="MINDSCAPE_STORE"):
+        d.get_store(Context().resolved())
+    r = FakeRetriever()
+    injected = Deps(retriever=r, embedder=r.embedder)
+    assert injected.get_retriever(Context(store="/ignored").resolved()) is r
+    assert injected.backend(Context().resolved()) == "offline"
+    assert Deps(chat=ScriptedChatModel()).backend(Context().resolved()) == "llm"
+    assert (
+        Deps(chat=ScriptedChatModel()).backend(Context(backend="offline").resolved()) == "offline"
+    )
+    monkeypatch.setenv("MINDSCAPE_LLM_BACKEND", "openai")
+    assert Deps().backend(Context().resolved()) == "llm"
+
+
+def test_series_scope_reaches_the_retriever() -> None:
+    from mindscape.agents._common import doc_scope
+
+    assert doc_scope({"question": "q", "doc_ids": ["a", "b"], "doc_id": "c"}) == {"a", "b"}
+    assert doc_scope({"question": "q", "doc_id": "c"}) == {"c"}
+    assert doc_scope({"question": "q"}) is None

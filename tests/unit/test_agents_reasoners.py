@@ -1,0 +1,258 @@
+"""The two reasoners: offline extraction (determinism, spans, MC, claims, probes) and the LLM
+reasoner's parsing, re-asks, fallbacks and call counting."""
+
+from __future__ import annotations
+
+import pytest
+
+from mindscape.llm import LLMSettings, Usage
+from mindscape.reasoners.base import AnswerRequest, EncodeGroup, RefineRequest, UpdateRequest
+from mindscape.reasoners.llm import AnswerOut, LLMReasoner, parse_claim, parse_letter
+from mindscape.reasoners.offline import OfflineReasoner
+from mindscape.reasoners.sentences import SentenceVectors
+from mindscape.reasoners.text import content_words, names, short_span, wh_word
+from tests.fakes import STORY_CHUNKS, HashingEmbedder, ScriptedChatModel
+
+
+def items(texts: list[str] | None = None) -> list[dict]:
+    texts = texts or STORY_CHUNKS
+    return [
+        {
+            "unit_id": f"tale:c{i}",
+            "layer": "veridical",
+            "doc_id": "tale",
+            "chunk_ids": [f"tale:c{i}"],
+            "text": t,
+            "score": 1.0 - i / 100,
+            "score_query": 0.0,
+            "score_signature": 0.0,
+            "tokens": len(t.split()),
+            "round": 1,
+            "probe": "q",
+        }
+        for i, t in enumerate(texts)
+    ]
+
+
+@pytest.fixture
+def offline() -> OfflineReasoner:
+    return OfflineReasoner(
+        SentenceVectors(HashingEmbedder(256)), open_threshold=0.5
+    )  # hashing cosines run low
+
+
+# ---------------------------------------------------------------- text helpers
+
+
+def test_text_helpers() -> None:
+    assert wh_word("How many days did Mara search?") == "how many"
+    assert wh_word("Who told Mara?") == "who"
+    assert names("Then Mara Quill met Edrin Vale. The Heron sank.") == [
+        "Mara Quill",
+        "Edrin Vale",
+        "Heron",
+    ]
+    assert content_words("Tobin's ships were hidden") == {"tobin", "ship", "hidden"}
+    assert (
+        short_span("He saw the Heron near the Black Reef at dusk.", "Where did he see the Heron?")
+        == "near the Black Reef at dusk"
+    )
+    assert (
+        short_span("Mara searched the shore for three days.", "How many days did Mara search?")
+        == "three days"
+    )
+    assert short_span("An old fisherman, Edrin Vale, told Mara.", "Who told Mara?") == "Edrin Vale"
+
+
+# ---------------------------------------------------------------- offline
+
+
+def test_offline_open_answer_is_deterministic(offline: OfflineReasoner) -> None:
+    req = AnswerRequest("Where did Tobin hide the gold?", "open", passages=items())
+    a = offline.answer(req, usage=Usage())
+    b = OfflineReasoner(SentenceVectors(HashingEmbedder(256)), open_threshold=0.5).answer(
+        req, usage=Usage()
+    )
+    assert a == b
+    assert a["answer"] == "in the cave beneath the lighthouse" and a["support"][0] == "tale:c5"
+    assert a["sufficient"] and 0.5 <= a["confidence"] <= 1.0
+
+
+def test_offline_confidence_drives_refine(offline: OfflineReasoner) -> None:
+    weak = offline.answer(
+        AnswerRequest("Which poem did the queen recite?", "open", passages=items()), usage=Usage()
+    )
+    assert not weak["sufficient"] and weak["confidence"] < 0.5
+    empty = offline.answer(AnswerRequest("Anything?", "open", passages=[]), usage=Usage())
+    assert empty["answer"] == "" and not empty["sufficient"]
+
+
+def test_offline_multiple_choice(offline: OfflineReasoner) -> None:
+    req = AnswerRequest(
+        "What did Mara open the cave with?",
+        "multiple-choice",
+        ["a rusty sword", "the brass key her mother left her", "a letter", "a lamp"],
+        items(),
+    )
+    a = offline.answer(req, usage=Usage())
+    assert a["answer"] == "B" and a["choice"] == 1 and "tale:c6" in a["support"]
+
+
+def test_offline_claims_true_and_false(offline: OfflineReasoner) -> None:
+    true = offline.answer(
+        AnswerRequest(
+            "Mara opened the cave with the brass key her mother left her.",
+            "claim",
+            passages=items(),
+        ),
+        usage=Usage(),
+    )
+    false = offline.answer(
+        AnswerRequest(
+            "The queen of Norway crowned a dragon at the summer fair.", "claim", passages=items()
+        ),
+        usage=Usage(),
+    )
+    assert true["answer"] == "TRUE" and false["answer"] == "FALSE"
+
+
+def test_offline_probes_are_new_entities(offline: OfflineReasoner) -> None:
+    req = RefineRequest("Where did Tobin hide the gold?", "q", None, [], [], items(), max_probes=3)
+    first = offline.refine(req, usage=Usage())
+    assert 1 <= len(first.probes) <= 3 and first.decision is None
+    assert not any(p.lower().startswith("tobin") for p in first.probes)  # already in the question
+    again = offline.refine(
+        RefineRequest(req.question, "q", None, [], first.probes, items(), 3), usage=Usage()
+    )
+    assert not {p.split()[0] for p in again.probes} & {p.split()[0] for p in first.probes}
+    assert (
+        offline.refine(
+            RefineRequest(req.question, "q", None, [], [], items(), 0), usage=Usage()
+        ).probes
+        == []
+    )
+
+
+def test_offline_encode_and_fuse(offline: OfflineReasoner) -> None:
+    groups = [EncodeGroup("Where did Tobin hide the gold?", "veridical", items())]
+    history = [
+        {
+            "probe": "p",
+            "layer": "veridical",
+            "evidence_ids": [],
+            "cue": "Mara lit the lamp. Tobin hid the gold.",
+            "round": 1,
+        }
+    ]
+    out = offline.encode(
+        "Where did Tobin hide the gold?", groups, history, fuse=True, usage=Usage()
+    )
+    assert "cave" in out.cues[0] and out.fused and "gold" in out.fused
+
+
+def test_sentence_vectors_memoise() -> None:
+    emb = HashingEmbedder(64)
+    sv = SentenceVectors(emb)
+    sents, mat = sv.of_items(items())
+    assert len(sents) == mat.shape[0] >= len(STORY_CHUNKS)
+    before = sv.embedded
+    sv.of_items(items())
+    assert sv.embedded == before
+
+
+# ---------------------------------------------------------------- LLM reasoner
+
+
+def llm(*responses: object, structured: str = "off") -> tuple[LLMReasoner, ScriptedChatModel]:
+    chat = ScriptedChatModel(responses=list(responses))
+    settings = LLMSettings(backend="openai", structured=structured, retry_base_delay_s=0.0)
+    return LLMReasoner(
+        chat, OfflineReasoner(SentenceVectors(HashingEmbedder(256))), settings=settings
+    ), chat
+
+
+def test_llm_answer_tolerates_fences_and_counts_calls() -> None:
+    r, chat = llm(
+        'Sure!\n```json\n{"answer": "the cave", "sufficient": true, "confidence": "high", '
+        '"evidence_ids": ["tale:c5", "bogus"]}\n```'
+    )
+    u = Usage()
+    a = r.answer(AnswerRequest("Where?", "open", passages=items()), usage=u)
+    assert a["answer"] == "the cave" and a["confidence"] == 0.85 and a["support"] == ["tale:c5"]
+    assert u.calls == 1 and u.tokens_in > 0 and u.tokens_out > 0
+
+
+def test_llm_answer_reasks_once_on_malformed_json() -> None:
+    r, chat = llm(
+        "the answer is {answer: cave,,", '{"answer": "cave", "sufficient": true, "confidence": 0.8}'
+    )
+    u = Usage()
+    a = r.answer(AnswerRequest("Where?", "open", passages=items()), usage=u)
+    assert a["answer"] == "cave" and u.calls == 2
+    assert "could not be used" in chat.prompts[-1]
+
+
+def test_llm_answer_falls_back_to_offline_when_unusable() -> None:
+    r, _ = llm("no json here", "still none")
+    u = Usage()
+    a = r.answer(AnswerRequest("Where did Tobin hide the gold?", "open", passages=items()), usage=u)
+    assert a["reasoner"] == "llm->offline" and "cave" in a["answer"] and u.calls == 2
+
+
+def test_llm_structured_output_path() -> None:
+    r, chat = llm(AnswerOut(answer="B", sufficient=True, confidence=0.7), structured="auto")
+    a = r.answer(AnswerRequest("Which?", "multiple-choice", ["x", "y"], items()), usage=Usage())
+    assert a["answer"] == "B" and a["choice"] == 1
+    assert chat.structured_calls == [("AnswerOut", None)]
+
+
+def test_llm_insufficient_and_formats() -> None:
+    r, _ = llm(
+        '{"answer": "", "sufficient": false, "confidence": 0.9}',
+        '{"answer": "Option C", "sufficient": true, "confidence": 0.9}',
+        '{"answer": "true", "sufficient": true, "confidence": 0.6}',
+    )
+    a = r.answer(AnswerRequest("Where?", "open", passages=items()), usage=Usage())
+    assert not a["sufficient"] and a["confidence"] <= 0.5
+    mc = r.answer(
+        AnswerRequest("Which?", "multiple-choice", ["a", "b", "c"], items()), usage=Usage()
+    )
+    assert mc["answer"] == "C"
+    claim = r.answer(AnswerRequest("Mara is brave.", "claim", passages=items()), usage=Usage())
+    assert claim["answer"] == "TRUE"
+
+
+def test_parsers() -> None:
+    assert parse_letter("(B) because", ["x", "y"]) == 1
+    assert parse_letter("the brass key", ["a sword", "the brass key"]) == 1
+    assert parse_letter("E", ["a", "b"]) is None
+    assert parse_claim("False, the key was silver") == "FALSE" and parse_claim("maybe") is None
+
+
+def test_llm_encode_maps_blocks_and_fills_gaps() -> None:
+    r, chat = llm('{"cues": [{"block": "b2", "findings": "second"}], "fused": "all together"}')
+    groups = [
+        EncodeGroup("q", "veridical", items()[:2]),
+        EncodeGroup("q", "episodic", items()[2:4]),
+    ]
+    history = [{"probe": "p", "layer": "veridical", "evidence_ids": [], "cue": "old", "round": 1}]
+    out = r.encode("Where did Tobin hide the gold?", groups, history, fuse=True, usage=Usage())
+    assert out.cues[1] == "second" and out.cues[0]  # b1 filled extractively
+    assert out.fused == "all together"
+    assert (
+        'block id="b1"' in chat.prompts[0] and "integrates the earlier findings" in chat.prompts[0]
+    )
+
+
+def test_llm_update_filters_unknown_ids() -> None:
+    r, _ = llm(
+        '{"decision": "answer", "next_query": "x", "signature": ["tale:e2", "nope", "tale:e2"], '
+        '"evidence": [{"note": "n", "ids": ["tale:c1", "zzz"]}, {"note": "  "}]}'
+    )
+    sig = [{"unit_id": "tale:e0", "text": "s0", "chunk_ids": []}]
+    cand = [{"unit_id": "tale:e2", "text": "s2", "chunk_ids": []}]
+    out = r.update(
+        UpdateRequest("Q", "Q", sig, cand, items(), [], k=5, rewrite=False), usage=Usage()
+    )
+    assert out.decision == "ANSWER" and out.signature_ids == ["tale:e2"] and out.next_query is None
+    assert out.notes == [("n", ["tale:c1"])]

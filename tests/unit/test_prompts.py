@@ -1,0 +1,84 @@
+"""Prompt templates: every placeholder is filled by the code that renders them."""
+
+from __future__ import annotations
+
+import re
+import string
+
+import pytest
+
+from mindscape import prompts
+from mindscape.llm import LLMSettings, Usage
+from mindscape.prompts import answer, encode, fuse, probe, update
+from mindscape.reasoners.base import AnswerRequest, EncodeGroup, RefineRequest, UpdateRequest
+from mindscape.reasoners.llm import LLMReasoner
+from mindscape.reasoners.offline import OfflineReasoner
+from mindscape.reasoners.sentences import SentenceVectors
+from tests.fakes import HashingEmbedder, ScriptedChatModel
+
+MODULES = [answer, encode, fuse, probe, update]
+LEFTOVER = re.compile(r"\{[a-z_]+\}")
+
+
+def _templates():
+    for module in MODULES:
+        for name in dir(module):
+            value = getattr(module, name)
+            if name.isupper() and isinstance(value, str):
+                yield module.__name__, name, value
+
+
+@pytest.mark.parametrize("module,name,template", list(_templates()))
+def test_templates_parse_and_have_no_stray_braces(module: str, name: str, template: str) -> None:
+    list(string.Formatter().parse(template))  # raises on unbalanced braces
+    filled = prompts.render(template, **{p: f"<{p}>" for p in prompts.placeholders(template)})
+    assert not LEFTOVER.findall(filled)
+
+
+def test_every_module_has_a_system_and_user_prompt() -> None:
+    for module in MODULES:
+        assert module.SYSTEM.strip() and module.USER.strip()
+
+
+def test_render_raises_on_missing_value() -> None:
+    with pytest.raises(KeyError, match="question"):
+        prompts.render(answer.USER, passages="x")
+
+
+def _item(uid: str, text: str) -> dict:
+    return {
+        "unit_id": uid,
+        "layer": "veridical",
+        "doc_id": "d",
+        "chunk_ids": [uid],
+        "text": text,
+        "score": 1.0,
+        "score_query": 1.0,
+        "score_signature": 0.0,
+        "tokens": 3,
+        "round": 1,
+        "probe": "q",
+    }
+
+
+def test_rendered_prompts_are_fully_filled() -> None:
+    """Run every role against a recording model and check that no `{placeholder}` survives."""
+    chat = ScriptedChatModel(responses=["{}"] * 10)
+    settings = LLMSettings(backend="openai", structured="off", retry_base_delay_s=0)
+    fallback = OfflineReasoner(SentenceVectors(HashingEmbedder(64)))
+    r = LLMReasoner(chat, fallback, settings=settings)
+    u = Usage()
+    p = [_item("d:c1", "Mara lit the lamp.")]
+    sig = [{"unit_id": "d:e0", "text": "A summary.", "chunk_ids": ["d:c1"]}]
+    mem = [
+        {"probe": "q", "layer": "veridical", "evidence_ids": ["d:c1"], "cue": "a cue", "round": 1}
+    ]
+    r.encode("Q?", [EncodeGroup("q", "veridical", p)], mem, fuse=True, usage=u)
+    r.fuse("Q?", mem, usage=u)
+    r.answer(AnswerRequest("Q?", "multiple-choice", ["x", "y"], p, sig, mem, "fused"), usage=u)
+    r.refine(RefineRequest("Q?", "Q?", None, mem, ["old"], p, 3, True), usage=u)
+    r.update(UpdateRequest("Q?", "Q?", sig, sig, p, mem, 5, True), usage=u)
+    assert len(chat.prompts) == 5
+    for text in chat.prompts:
+        assert not LEFTOVER.findall(text), text
+        assert "<" in text  # evidence/signature blocks are delimited
