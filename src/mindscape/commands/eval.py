@@ -1,0 +1,94 @@
+"""`mindscape eval`: the evaluation harness on the bench."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from mindscape.errors import MindscapeError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register `eval`."""
+    p = sub.add_parser(
+        "eval",
+        help="run presets over a bench split and write report.json / report.md / plots",
+        description="Evaluate presets on a bench dataset. Per-question results are appended to "
+        "OUT/results.jsonl as they finish; a rerun skips what is done.",
+    )
+    p.add_argument("--bench", required=True, help="the bench directory (e.g. ../shared/bench)")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--split", required=True, choices=["dev", "test"])
+    p.add_argument("--preset", default="naive,mia-rag,mindscape", help="comma-separated presets")
+    p.add_argument("--limit", type=int, default=None, help="first N questions only")
+    p.add_argument("--out", default=None, help="output directory (default runs/eval/DATASET-SPLIT)")
+    p.add_argument(
+        "--stores", default=".mindscape/bench-stores", help="where per-document stores are kept"
+    )
+    p.add_argument("--concurrency", type=int, default=1, help="questions in flight (default 1)")
+    p.add_argument(
+        "--pooled", action="store_true", help="one store for all documents of the split (series)"
+    )
+    p.add_argument("--index-only", action="store_true", help="build the stores, answer nothing")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the evaluation and print the report's headline figures."""
+    from mindscape.eval.bench import BenchError, dataset_splits
+    from mindscape.eval.runner import EvalSettings, run_eval
+    from mindscape.presets import PRESETS
+
+    presets = [p.strip() for p in args.preset.split(",") if p.strip()]
+    unknown = [p for p in presets if p not in PRESETS]
+    if unknown:
+        raise MindscapeError(
+            f"unknown preset(s): {', '.join(unknown)} (known: {', '.join(PRESETS)})"
+        )
+    try:
+        dataset_splits(args.bench, args.dataset)
+    except BenchError as exc:
+        raise MindscapeError(str(exc)) from None
+    out = Path(args.out or f"runs/eval/{args.dataset}-{args.split}")
+    settings = EvalSettings(
+        bench=Path(args.bench),
+        dataset=args.dataset,
+        split=args.split,
+        presets=presets,
+        out=out,
+        stores=Path(args.stores),
+        limit=args.limit,
+        concurrency=args.concurrency,
+        pooled=args.pooled,
+        progress=not args.quiet,
+        extra={"command": " ".join(["mindscape", *sys.argv[1:]]), "code_version": code_version()},
+    )
+    if args.index_only:
+        from mindscape.eval.runner import prepare
+
+        prepare(settings)
+        return 0
+    report = run_eval(settings)
+    print(json.dumps({"out": str(out), "groups": report.get("groups", report)}, default=str)[:4000])
+    return 0
+
+
+def code_version() -> str:
+    """`mindscape <version>` plus the git commit when run from a checkout."""
+    from mindscape import __version__
+
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parent,
+            timeout=5,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        sha = ""
+    return f"mindscape {__version__}" + (f" ({sha})" if sha else "")
