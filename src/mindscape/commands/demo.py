@@ -18,25 +18,32 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Index the story (cached after the first run), print the store, then the questions."""
-    from mindscape.embeddings import encode_query, load_embedder
+    """Index the story (cached after the first run), print the store, then answer the questions."""
+    from mindscape.embeddings import load_embedder
+    from mindscape.graphs.qa import answer_question
     from mindscape.memory.indexer import Indexer
     from mindscape.memory.store import MemoryStore
 
     data = resources.files("mindscape") / "data"
     spec = json.loads((data / "demo.json").read_text())
     text = (data / spec["file"]).read_text()
-    store = MemoryStore(args.store or ".mindscape/demo-store")
-    embedder = load_embedder()
-    report = Indexer(store, embedder).index(spec["doc_id"], text, title=spec["title"])
+    path = args.store or ".mindscape/demo-store"
+    store = MemoryStore(path)
+    report = Indexer(store, load_embedder()).index(spec["doc_id"], text, title=spec["title"])
     state = "already indexed" if report.skipped else f"indexed in {report.seconds:.1f}s"
     print(f"{spec['title']}: {report.tokens} tokens, {state}")
-    print(json.dumps(store.summary()["layers"]))
-    view = store.view("veridical", {spec["doc_id"]})
+    print("layers: " + ", ".join(f"{k} {v}" for k, v in store.summary()["layers"].items()))
+    store.close()
     for question in spec["questions"]:
-        scores = view.vecs @ encode_query(embedder, question)
+        out = answer_question(
+            {"question": question, "doc_id": spec["doc_id"]}, preset="mindscape", store=path
+        )
         print(f"\nQ: {question}")
-        for rank, i in enumerate(scores.argsort()[::-1][: args.top], 1):
-            passage = " ".join(view.units[i].text.split())
-            print(f"  {rank}. [{view.units[i].id} {scores[i]:.2f}] {passage[:220]}")
+        print(
+            f"A: {out['answer']}   (rounds {out['rounds']}, confidence {out.get('confidence', 0):.2f}, "
+            f"LLM calls {out['llm_calls']})"
+        )
+        for item in (out.get("evidence") or [])[: args.top]:
+            passage = " ".join(item["text"].split())
+            print(f"   [{item['layer']} {', '.join(item['chunk_ids'][:3])}] {passage[:200]}")
     return 0
