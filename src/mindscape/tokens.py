@@ -71,8 +71,13 @@ class TokenCounter:
         return len(self._enc.encode_ordinary(text))
 
     def count_many(self, texts: list[str]) -> list[int]:
-        """Token counts of several texts (batched in tiktoken's Rust core)."""
-        return [len(t) for t in self._enc.encode_ordinary_batch(texts)]
+        """Token counts of several texts.
+
+        A plain loop: tiktoken's `encode_ordinary_batch` submits one thread-pool task per text,
+        which costs more than encoding a sentence.
+        """
+        encode = self._enc.encode_ordinary
+        return [len(encode(t)) for t in texts]
 
     def token_starts(self, text: str) -> list[int]:
         """Character offset where each token of `text` starts."""

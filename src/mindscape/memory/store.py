@@ -168,12 +168,16 @@ class MemoryStore:
         return self.cache.docs()
 
     def summary(self) -> dict[str, Any]:
-        """Counts per layer and the documents: what `mindscape inspect` prints."""
+        """Counts per layer and the documents: what `mindscape inspect` prints.
+
+        Counts come from the manifest (written when a document's units are stored), so this
+        needs neither Chroma nor the model.
+        """
         docs = self.documents()
         return {
             "store": str(self.path),
             "documents": len(docs),
-            "layers": {layer: self.count(layer) for layer in LAYERS},
+            "layers": {layer: sum(int((d.get("layers") or {}).get(layer, 0)) for d in docs) for layer in LAYERS},
             "docs": [{k: d.get(k) for k in ("doc_id", "title", "tokens", "layers")} for d in docs],
         }
 

@@ -1,0 +1,100 @@
+"""Run the offline evaluation on every bench dataset and write docs/results.md.
+
+    python benchmarks/make_results.py --bench ../shared/bench [--jobs quality_leval:test ...]
+
+Each table in the generated file comes with the exact `mindscape eval` command that produced
+it; rerunning that command reproduces the figures (results are resumable and cached under
+runs/eval/). Datasets too large for one run on a 2-core machine are evaluated on their first N
+questions (`--limit`), which the table says.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from mindscape.eval.metrics import bootstrap_ci
+
+REPO = Path(__file__).resolve().parents[1]
+PRESETS = "naive,mia-rag,mindscape"
+# dataset, split, question limit (None = all)
+JOBS: list[tuple[str, str, int | None]] = [
+    ("comorag_cinderella", "dev", None),
+    ("quality_leval", "dev", None),
+    ("quality_leval", "test", None),
+    ("sfiction_leval", "dev", None),
+    ("sfiction_leval", "test", None),
+    ("nocha_sample", "dev", None),
+    ("nocha_sample", "test", None),
+    ("fairytaleqa", "dev", 150),
+    ("fairytaleqa", "test", 150),
+    ("narrativeqa_lit", "dev", 60),
+    ("narrativeqa_lit", "test", 60),
+]
+
+
+def command(bench: str, dataset: str, split: str, limit: int | None) -> list[str]:
+    cmd = ["mindscape", "eval", "--bench", bench, "--dataset", dataset, "--split", split,
+           "--preset", PRESETS, "--out", f"runs/eval/{dataset}-{split}", "--quiet"]
+    return cmd + (["--limit", str(limit)] if limit else [])
+
+
+def fmt(m: dict | None) -> str:
+    if not m or m.get("mean") is None:
+        return "n/a"
+    return f"{m['mean']:.3f} [{m['low']:.3f}, {m['high']:.3f}]"
+
+
+def section(dataset: str, split: str, limit: int | None, cmd: list[str]) -> str:
+    out = REPO / f"runs/eval/{dataset}-{split}"
+    report = json.loads((out / "report.json").read_text())
+    groups = [g for g in report["groups"] if g["dataset"] == dataset]
+    names = sorted({k for g in groups for k in g["metrics"]})
+    lines = [f"### {dataset} · {split}" + (f" (first {limit} questions)" if limit else ""), "",
+             f"`{shlex.join(cmd)}`", "",
+             "| preset | n | " + " | ".join(names) + " | LLM calls | latency s |",
+             "|---" * (len(names) + 4) + "|"]
+    for g in groups:
+        cost = g.get("cost", {})
+        lines.append(
+            f"| {g['preset']} | {g['n']} | " + " | ".join(fmt(g["metrics"].get(k)) for k in names)
+            + f" | {cost.get('llm_calls', {}).get('mean', 0):.1f} | {cost.get('latency_s', {}).get('mean', 0):.2f} |"
+        )
+    if dataset == "narrativeqa_lit":
+        lines += ["", "Subset whose questions LiteraryQA did not modify (`is_question_modified == false`):", "",
+                  "| preset | n | f1 |", "|---|---|---|"]
+        records = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+        for preset in PRESETS.split(","):
+            vals = [r["metrics"]["f1"] for r in records
+                    if r["preset"] == preset and r.get("is_question_modified") is False]
+            mean, low, high = bootstrap_ci(vals)
+            lines.append(f"| {preset} | {len(vals)} | {fmt({'mean': mean, 'low': low, 'high': high})} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bench", default="../shared/bench")
+    ap.add_argument("--jobs", nargs="*", help="dataset:split pairs to (re)run; default all")
+    ap.add_argument("--no-run", action="store_true", help="only assemble docs/results.md from runs/eval")
+    args = ap.parse_args()
+    jobs = [j for j in JOBS if not args.jobs or f"{j[0]}:{j[1]}" in args.jobs]
+    sections = []
+    for dataset, split, limit in JOBS:
+        cmd = command(args.bench, dataset, split, limit)
+        if (dataset, split, limit) in jobs and not args.no_run:
+            print(f"running: {shlex.join(cmd)}", file=sys.stderr, flush=True)
+            subprocess.run([sys.executable, "-m", "mindscape", *cmd[1:]], cwd=REPO, check=True)
+        if (REPO / f"runs/eval/{dataset}-{split}/report.json").exists():
+            sections.append(section(dataset, split, limit, cmd))
+    head = (REPO / "benchmarks" / "results_header.md").read_text()
+    (REPO / "docs" / "results.md").write_text(head + "\n" + "\n".join(sections))
+    print("wrote docs/results.md", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
