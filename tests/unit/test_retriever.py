@@ -405,7 +405,7 @@ def test_signature_units_from_other_layers_are_accepted(retriever, built):
 
 def test_invalid_settings_raise():
     for bad in ({"alpha": 1.5}, {"signature_mode": "sum"}, {"chunk_mode": "sparse"}, {"gate": "soft"},
-                {"budgets": {"nope": 1}}):
+                {"budgets": {"nope": 1}}, {"window_weights": "steep"}):
         with pytest.raises(ValueError):
             RetrievalSettings(**bad)
 

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from mindscape.embeddings import encode, encode_query
+from mindscape.embeddings import encode_query
 from mindscape.memory import signature as sig
 from mindscape.memory.fusion import BM25Index, dedupe_near, hybrid_scores, pack_budget
 from mindscape.memory.signature import SignatureParams
@@ -87,7 +87,7 @@ class RetrievalSettings:
     """Veridical layer: dense | hybrid (BM25 + dense) | late-fusion (MoM: outline/core hits mapped to chunks, RRF)."""
     hybrid_weight: float = 0.3
     """BM25 weight in hybrid mode: ``(1-w)·minmax(dense) + w·minmax(bm25)`` over the scope's chunks."""
-    region_doc_weight: float = 0.5
+    region_doc_weight: float = 0.75
     """ρ of the ``region`` signature mode: the weight of the document share against the window term."""
     gate: str = "doc"
     """Confidence gate on α: ``none``, or ``doc`` = α·conf^gate_power with conf the share of the
@@ -101,12 +101,17 @@ class RetrievalSettings:
     """Reciprocal-rank-fusion constant."""
     dedupe_threshold: float = 0.95
     """Late fusion: a chunk whose embedding cosine to a better one is at least this is dropped."""
+    window_weights: str = "flat"
+    """``window``/``region`` modes: ``flat`` = every signature window counts 1; ``gain`` = a
+    window counts its unit's coverage gain relative to the largest one."""
     narrative_order: bool = False
     """Return packed veridical/episodic hits in source order (ComoRAG re-sorts them so) instead of by score."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:
             raise ValueError(f"alpha must be in [0, 1]; got {self.alpha}")
+        if self.window_weights not in ("flat", "gain"):
+            raise ValueError(f"unknown window_weights {self.window_weights!r}; use 'flat' or 'gain'")
         if self.signature_mode not in SIGNATURE_MODES:
             raise ValueError(f"unknown signature_mode {self.signature_mode!r}; use one of {SIGNATURE_MODES}")
         if self.chunk_mode not in CHUNK_MODES:
@@ -394,7 +399,7 @@ class Retriever:
             picks = sig.greedy_select(sig.normalise_relevance(rel), match, weights, sim if p.lambda_d else None, p)
         else:
             order = sig.first_k(ranks, cand_session.tolist(), p.k)
-            picks = self._gains_of(order, [sess.index(s) for s in order], rel, match, weights, sim, p)
+            picks = self._gains_of([sess.index(s) for s in order], rel, match, weights, sim, p)
         units = sc.sessions.units
         return [
             SignatureUnit(
@@ -423,7 +428,6 @@ class Retriever:
 
     @staticmethod
     def _gains_of(
-        _ids: Sequence[Hashable],
         idx: list[int],
         rel: np.ndarray,
         match: np.ndarray,
@@ -447,7 +451,9 @@ class Retriever:
             picked.append(j)
         return out
 
-    def _resolve(self, sc: _Scope, signature: Sequence[SignatureUnit], need_text: bool) -> _SigArrays | None:
+    def _resolve(
+        self, sc: _Scope, signature: Sequence[SignatureUnit], need_text: bool, graded: bool = False
+    ) -> _SigArrays | None:
         """Vectors, member chunks, window flags and document shares of a signature in a scope."""
         vecs, members, docs, weights = [], [], [], []
         for su in signature:
@@ -464,7 +470,13 @@ class Retriever:
             return None
         member_rows = np.unique(np.concatenate(members)) if members else np.zeros(0, np.int64)
         in_windows = np.zeros(sc.n_chunks)
-        in_windows[member_rows] = 1.0
+        if graded:
+            w = np.maximum(np.asarray(weights), 0.0)
+            w = w / w.max() if w.max() > 0 else np.ones(len(w))
+            for rows, x in zip(members, w, strict=True):
+                in_windows[rows] = np.maximum(in_windows[rows], x)
+        else:
+            in_windows[member_rows] = 1.0
         shares = sig.doc_shares(docs, weights)
         doc_share = np.zeros(len(sc.docs))
         for d, s in shares.items():
@@ -477,16 +489,19 @@ class Retriever:
     # -- scoring ---------------------------------------------------------------------------
     def _sig_scores(self, sc: _Scope, layer: Layer, sa: _SigArrays, mode: str, st: RetrievalSettings) -> np.ndarray:
         """s(σ, u) for every unit of a layer."""
-        vecs = sc.views[layer].vecs.astype(np.float64)
-        if mode in ("mean", "max"):
-            return sig.signature_scores(sa.unit_vecs, vecs, mode)  # type: ignore[arg-type]
+        # Index vectors are unit-normalised float32 (LayerView), so cosines are plain products.
+        vecs = sc.views[layer].vecs
+        if mode == "mean":
+            return (vecs @ sig.signature_vector(sa.unit_vecs, "mean").astype(np.float32)).astype(np.float64)
+        if mode == "max":
+            return (vecs @ sig.signature_vector(sa.unit_vecs, "max").astype(np.float32).T).max(axis=1).astype(np.float64)
         if mode == "joined":
             jv = self.embed_query(sa.text) if sa.text else np.zeros(vecs.shape[1], np.float32)
-            return sig.signature_scores(jv[None, :], vecs, "joined")
+            return (vecs @ jv).astype(np.float64)
         if mode == "members":
             if not len(sa.member_rows):
                 return np.zeros(len(vecs))
-            return sig.signature_scores(sc.chunk_vecs[sa.member_rows], vecs, "max")
+            return (vecs @ sc.chunk_vecs[sa.member_rows].T).max(axis=1).astype(np.float64)
         chunk_scores = (
             sa.in_windows
             if mode == "window"
@@ -569,9 +584,11 @@ class Retriever:
             sc, layer, query, qv, sa, alpha, st, hybrid=st.chunk_mode == "hybrid"
         )
         if exclude:
-            keep = np.fromiter((u.id not in exclude for u in view.units), dtype=bool, count=len(view))
-            fused = np.where(keep, fused, -np.inf)
-            n = min(n, int(keep.sum()))
+            gone = [view.row_of[i] for i in exclude if i in view.row_of]
+            if gone:
+                fused = fused.copy()
+                fused[gone] = -np.inf
+                n = min(n, len(view) - len(gone))
         rows = _top(fused, n)
         return [
             self._hit(view.units[r], float(s_q[r]), float(s_sig[r]), float(fused[r]), rank=i)
@@ -657,7 +674,7 @@ class Retriever:
         st = settings or self.settings
         sc = self.scope(doc_ids)
         qv = self.embed_query(query)
-        sa = self._resolve(sc, signature, st.signature_mode == "joined") if signature else None
+        sa = self._resolve(sc, signature, st.signature_mode == "joined", st.window_weights == "gain") if signature else None
         alpha = self._alpha(sc, query, qv, sa, st)
         out: dict[Layer, list[Hit]] = {}
         for layer in LAYERS:
@@ -689,13 +706,9 @@ class Retriever:
         if not sc.n_chunks:
             return []
         qv = self.embed_query(query)
-        sa = self._resolve(sc, signature, st.signature_mode == "joined") if signature else None
+        sa = self._resolve(sc, signature, st.signature_mode == "joined", st.window_weights == "gain") if signature else None
         alpha = self._alpha(sc, query, qv, sa, st)
         hits = self._ranked(sc, "veridical", query, qv, sa, alpha, st, k, frozenset())
         for h in hits:
             h.meta["alpha"] = alpha
         return hits
-
-    def embed_texts(self, texts: list[str]) -> np.ndarray:
-        """Unit vectors of several texts with the retriever's embedder (helper for callers)."""
-        return encode(self.embedder, texts)

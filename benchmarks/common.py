@@ -1,0 +1,156 @@
+"""Helpers shared by the benchmark scripts: build-or-reuse stores, spans, timing figures.
+
+Stores are cached under ``$MINDSCAPE_BENCH_CACHE`` (default ``/tmp/ms_bench``), one directory
+per (dataset, split or doc set, index config). The `Indexer` skips documents it already
+indexed the same way, so a second run costs only opening the store.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from mindscape.eval.bench import BenchDocument, load_documents  # noqa: E402
+from mindscape.memory.indexer import IndexConfig, Indexer  # noqa: E402
+from mindscape.memory.store import MemoryStore  # noqa: E402
+
+CACHE_ENV = "MINDSCAPE_BENCH_CACHE"
+
+# Ten narrativeqa_lit dev books that sum to about 1M tokens (the first alone is ~100K).
+NQA_LATENCY_BOOKS: tuple[str, ...] = (
+    "nqa-542feab28f75",  # Anne of the Island, ~102K
+    "nqa-ea371ba9cc41",  # Summer, ~75K
+    "nqa-879287f28574",  # The Picture of Dorian Gray, ~103K
+    "nqa-27118c966288",  # Troilus and Criseyde, ~117K
+    "nqa-e5514678c3a6",  # Rebecca of Sunnybrook Farm, ~98K
+    "nqa-f94253b4b5f8",  # The Kreutzer Sonata, ~84K
+    "nqa-7caf2f44d1a9",  # The Adventures of Sherlock Holmes, ~134K
+    "nqa-afa2f47d1783",  # The Little Lady of the Big House, ~134K
+    "nqa-845186ccb0a4",  # Beyond the Rocks, ~86K
+    "nqa-a6dfeb4977cc",  # Goblin Market, ~65K
+)
+
+
+def cache_root() -> Path:
+    """Where benchmark stores live."""
+    return Path(os.environ.get(CACHE_ENV) or "/tmp/ms_bench")
+
+
+def log(*parts: Any) -> None:
+    """Progress to stderr, so stdout keeps only the table and the JSON line."""
+    print(*parts, file=sys.stderr, flush=True)
+
+
+def build_store(
+    name: str,
+    docs: Sequence[BenchDocument],
+    embedder: Any,
+    *,
+    config: IndexConfig | None = None,
+    root: Path | None = None,
+) -> MemoryStore:
+    """A store under ``root/name`` holding ``docs`` (indexing only what is missing)."""
+    path = (root or cache_root()) / name
+    store = MemoryStore(path)
+    indexer = Indexer(store, embedder, config=config or IndexConfig(), progress=False)
+    t0 = time.perf_counter()
+    fresh = 0
+    for n, doc in enumerate(docs, 1):
+        rep = indexer.index(doc.doc_id, doc.text, title=doc.title)
+        if not rep.skipped:
+            fresh += 1
+            log(f"  indexed {doc.doc_id} ({rep.tokens} tokens, {rep.seconds:.1f}s) [{n}/{len(docs)}]")
+    if fresh:
+        log(f"store {path}: {fresh} new documents in {time.perf_counter() - t0:.1f}s")
+    return store
+
+
+def split_store(
+    bench: str | Path, dataset: str, split: str, embedder: Any, *, config: IndexConfig | None = None
+) -> tuple[MemoryStore, list[BenchDocument]]:
+    """All documents of one split of a dataset in one store (the series setting)."""
+    docs = load_documents(bench, dataset, split)
+    cfg = config or IndexConfig()
+    name = f"{dataset}-{split}-{cfg.fingerprint('', '')[:8]}"
+    return build_store(name, docs, embedder, config=cfg), docs
+
+
+def chunk_spans(store: MemoryStore) -> dict[str, tuple[int, int]]:
+    """Chunk id -> (char_start, char_end) in its document, for Recall@k against gold spans."""
+    view = store.view("veridical")
+    return {u.id: (int(u.meta["char_start"]), int(u.meta["char_end"])) for u in view.units}
+
+
+def percentiles(values_ms: Iterable[float]) -> dict[str, float]:
+    """p50/p95/mean/max of timings in milliseconds."""
+    a = np.asarray(list(values_ms), dtype=np.float64)
+    if a.size == 0:
+        return {"p50": float("nan"), "p95": float("nan"), "mean": float("nan"), "max": float("nan")}
+    return {
+        "p50": float(np.percentile(a, 50)),
+        "p95": float(np.percentile(a, 95)),
+        "mean": float(a.mean()),
+        "max": float(a.max()),
+    }
+
+
+def latency_stores(
+    bench: str | Path, embedder: Any, n_books: Sequence[int] = (1, 10), *, config: IndexConfig | None = None
+) -> dict[int, tuple[MemoryStore, list[BenchDocument]]]:
+    """Stores of the first n of `NQA_LATENCY_BOOKS` (narrativeqa_lit dev), for each n.
+
+    A larger store starts as a copy of the next smaller one (same index, same embedding
+    cache), so the books shared by both are indexed once.
+    """
+    import shutil
+
+    cfg = config or IndexConfig()
+    tag = cfg.fingerprint("", "")[:8]
+    docs_all = {d.doc_id: d for d in load_documents(bench, "narrativeqa_lit", "dev", NQA_LATENCY_BOOKS)}
+    docs_all_ordered = [docs_all[i] for i in NQA_LATENCY_BOOKS if i in docs_all]
+    out: dict[int, tuple[MemoryStore, list[BenchDocument]]] = {}
+    prev: Path | None = None
+    for n in sorted(n_books):
+        path = cache_root() / f"nqa-lat{n}-{tag}"
+        if not path.exists() and prev is not None:
+            out[max(out)][0].close()
+            shutil.copytree(prev, path)
+            out[max(out)] = (MemoryStore(prev), out[max(out)][1])
+        docs = docs_all_ordered[:n]
+        out[n] = (build_store(path.name, docs, embedder, config=cfg), docs)
+        prev = path
+    return out
+
+
+def limit_threads(n: int) -> None:
+    """Run torch and BLAS with ``n`` threads.
+
+    On a small shared machine a single-query MiniLM pass with torch's default intra-op threads
+    can be an order of magnitude slower than with one thread (threads spin against each other
+    and against other processes), so the benchmarks default to 1.
+    """
+    if n <= 0:
+        return
+    try:
+        import torch
+
+        torch.set_num_threads(n)
+    except ImportError:  # pragma: no cover - torch comes with FlagEmbedding
+        pass
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(n)
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        pass
