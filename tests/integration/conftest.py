@@ -7,8 +7,6 @@ real MiniLM embedder, both built once per session.
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +15,6 @@ import pytest
 from tests.conftest import STORY
 
 QA_DOC = "cinderella"
-LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 
 
 @pytest.fixture(scope="session")
@@ -47,27 +44,3 @@ def qa_deps(qa_store: Path, qa_embedder: Any) -> Any:
     from mindscape.deps import Deps, open_store
 
     return Deps(store=open_store(qa_store), embedder=qa_embedder)
-
-
-@pytest.fixture
-def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Fail any connection that is not to loopback; ignore proxy settings."""
-    for name in (
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    real_connect = socket.socket.connect
-
-    def guarded(self: socket.socket, address: Any) -> Any:
-        if isinstance(address, tuple) and address[0] not in LOOPBACK:
-            raise AssertionError(f"test tried to reach {address!r}")
-        return real_connect(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", guarded)
-    yield

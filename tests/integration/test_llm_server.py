@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -29,7 +27,6 @@ from tests.fakes import DictCache
 
 pytestmark = pytest.mark.integration
 
-LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 
 
 class Answer(BaseModel):
@@ -37,28 +34,7 @@ class Answer(BaseModel):
     confidence: float
 
 
-@pytest.fixture(autouse=True)
-def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Fail any connection that is not to loopback; ignore proxy settings."""
-    for name in (
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    real_connect = socket.socket.connect
-
-    def guarded(self: socket.socket, address: Any) -> Any:
-        if isinstance(address, tuple) and address[0] not in LOOPBACK:
-            raise AssertionError(f"test tried to reach {address!r}")
-        return real_connect(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", guarded)
-    yield
+pytestmark = [pytestmark, pytest.mark.usefixtures("loopback_only")]
 
 
 def _llm(base_url: str, *, cache: DictCache | None = None, **kw: Any) -> LLM:
