@@ -54,14 +54,17 @@ def section(dataset: str, split: str, limit: int | None, cmd: list[str]) -> str:
     report = json.loads((out / "report.json").read_text())
     groups = [g for g in report["groups"] if g["dataset"] == dataset]
     names = sorted({k for g in groups for k in g["metrics"]})
+    ks = sorted({k for g in groups for k in g.get("recall_at_k") or {}}, key=int)
+    cols = names + [f"R@{k}" for k in ks]
     lines = [f"### {dataset} · {split}" + (f" (first {limit} questions)" if limit else ""), "",
              f"`{shlex.join(cmd)}`", "",
-             "| preset | n | " + " | ".join(names) + " | LLM calls | latency s |",
-             "|---" * (len(names) + 4) + "|"]
+             "| preset | n | " + " | ".join(cols) + " | LLM calls | latency s |",
+             "|---" * (len(cols) + 4) + "|"]
     for g in groups:
         cost = g.get("cost", {})
+        values = [fmt(g["metrics"].get(k)) for k in names] + [fmt((g.get("recall_at_k") or {}).get(k)) for k in ks]
         lines.append(
-            f"| {g['preset']} | {g['n']} | " + " | ".join(fmt(g["metrics"].get(k)) for k in names)
+            f"| {g['preset']} | {g['n']} | " + " | ".join(values)
             + f" | {cost.get('llm_calls', {}).get('mean', 0):.1f} | {cost.get('latency_s', {}).get('mean', 0):.2f} |"
         )
     if dataset == "narrativeqa_lit":
