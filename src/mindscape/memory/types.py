@@ -47,9 +47,9 @@ class Hit:
     chunk_ids: list[str]
     text: str
     score_query: float = 0.0
-    """s(q, u): cosine of the query and the unit."""
+    """s(q, u): the query-only score (cosine; in hybrid mode the BM25+dense mix)."""
     score_signature: float = 0.0
-    """s(σ, u): cosine of the signature representation and the unit (0 without a signature)."""
+    """s(σ, u): the signature score under the configured representation (0 without a signature)."""
     score: float = 0.0
     """The fused score the hit was ranked by."""
     tokens: int = 0
