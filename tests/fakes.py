@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -204,14 +208,9 @@ def scripted(*responses: Scripted, **fields: Any) -> ScriptedChatModel:
 # ---------------------------------------------------------------------------
 # Index fakes: a deterministic embedder whose similarities mean something
 # ---------------------------------------------------------------------------
-import re as _re
-import zlib as _zlib
-
-import numpy as _np
-from langchain_core.embeddings import Embeddings as _Embeddings
 
 
-class HashingEmbedder(_Embeddings):
+class HashingEmbedder(Embeddings):
     """Bag of words hashed into `dim` buckets, unit-normalised: texts sharing words are similar."""
 
     def __init__(self, dim: int = 64) -> None:
@@ -221,10 +220,10 @@ class HashingEmbedder(_Embeddings):
         self.texts_embedded = 0
 
     def _vec(self, text: str) -> list[float]:
-        v = _np.zeros(self.dim, dtype=_np.float64)
-        for w in _re.findall(r"[a-z0-9]+", text.lower()):
-            v[_zlib.crc32(w.encode()) % self.dim] += 1.0
-        n = _np.linalg.norm(v)
+        v = np.zeros(self.dim, dtype=np.float64)
+        for w in re.findall(r"[a-z0-9]+", text.lower()):
+            v[zlib.crc32(w.encode()) % self.dim] += 1.0
+        n = np.linalg.norm(v)
         if n == 0:
             v[0] = 1.0
             n = 1.0
@@ -308,15 +307,15 @@ class FakeRetriever:
     `(method, query, kwargs)`.
     """
 
-    def __init__(self, units: list[_Unit] | None = None, embedder: _Embeddings | None = None) -> None:
+    def __init__(self, units: list[_Unit] | None = None, embedder: Embeddings | None = None) -> None:
         self.units = units if units is not None else story_units()
         self.embedder = embedder or HashingEmbedder(256)
         self.store = FakeStore({u.doc_id for u in self.units})
-        self.vecs = _np.asarray(self.embedder.embed_documents([u.text for u in self.units]))
+        self.vecs = np.asarray(self.embedder.embed_documents([u.text for u in self.units]))
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
 
     def _q(self, text: str) -> Any:
-        return _np.asarray(self.embedder.embed_query(text))
+        return np.asarray(self.embedder.embed_query(text))
 
     def _scope(self, layer: str, doc_ids: set[str] | None) -> list[int]:
         return [i for i, u in enumerate(self.units) if u.layer == layer and (doc_ids is None or u.doc_id in doc_ids)]
@@ -327,7 +326,7 @@ class FakeRetriever:
         k = getattr(params, "k", 5)
         rows = self._scope("episodic", doc_ids)
         scores = self.vecs[rows] @ self._q(f"{query} {extra_text}".strip())
-        order = [rows[j] for j in _np.argsort(-scores, kind="stable")][:k]
+        order = [rows[j] for j in np.argsort(-scores, kind="stable")][:k]
         return [
             _SignatureUnit(self.units[i].id, self.units[i].text, list(self.units[i].chunk_ids),
                            gains={"total": float(self.vecs[i] @ self._q(query))}, rank=r)
@@ -344,8 +343,8 @@ class FakeRetriever:
         q = self._q(query)
         sig = None
         if signature:
-            sig = _np.mean([self._q(s.text) for s in signature], axis=0)
-            sig = sig / (_np.linalg.norm(sig) or 1.0)
+            sig = np.mean([self._q(s.text) for s in signature], axis=0)
+            sig = sig / (np.linalg.norm(sig) or 1.0)
         out: dict[str, list[_Hit]] = {}
         for layer, budget in budgets.items():
             if budget <= 0:
@@ -409,7 +408,7 @@ class QAScript:
         if self.replies.get(role):
             return self.replies[role].pop(0)
         if role == "encode":
-            blocks = _re.findall(r'<block id="(b\d+)"', prompt)
+            blocks = re.findall(r'<block id="(b\d+)"', prompt)
             return json.dumps({"cues": [{"block": b, "findings": f"finding {b}"} for b in blocks],
                                "fused": "synthesis so far" if "integrates the earlier findings" in prompt else ""})
         if role == "fuse":
@@ -420,7 +419,7 @@ class QAScript:
                                "next_query": "", "reason": "missing evidence"})
         if role == "update":
             ready = self.counts[role] > self.refuse
-            ids = _re.findall(r'<summary id="([^"]+)"', prompt)[:2]
+            ids = re.findall(r'<summary id="([^"]+)"', prompt)[:2]
             return json.dumps({"decision": "ANSWER" if ready else "REFINE", "next_query": "where is the gold",
                                "signature": ids, "evidence": [{"note": "a grounded note", "ids": []}],
                                "reason": "scripted"})

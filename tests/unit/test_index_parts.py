@@ -60,7 +60,7 @@ def test_chunks_cover_every_sentence_and_overlap_whole_sentences(story):
     chunks = chunk_text(story, counter, 128, 16)
     covered = {s for c in chunks for s in c.sentences}
     assert covered == set(split_sentences(story))
-    for a, b in zip(chunks, chunks[1:]):
+    for a, b in zip(chunks, chunks[1:], strict=False):
         shared = set(a.sentences) & set(b.sentences)
         assert b.char_start <= a.char_end or not shared
         assert sum(counter.count(story[s:e]) for s, e in shared) <= 16
@@ -141,7 +141,7 @@ def test_detect_sections_uses_headings_and_skips_contents_and_prose():
     secs = detect_sections(text)
     assert [s.title for s in secs] == ["CHAPTER I", "CHAPTER II. The Storm", "III."]
     assert secs[0].start == 0 and secs[-1].end == len(text)
-    assert all(a.end == b.start for a, b in zip(secs, secs[1:]))
+    assert all(a.end == b.start for a, b in zip(secs, secs[1:], strict=False))
     assert detect_sections(body) == []
 
 
