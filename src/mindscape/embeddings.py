@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import shutil
 import zipfile
 from collections.abc import Callable
 from functools import cache
@@ -56,7 +57,7 @@ def minilm_path() -> Path:
     try:
         os.replace(tmp, target)
     except OSError:  # another process won the race; its copy is complete
-        pass
+        shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
