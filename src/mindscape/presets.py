@@ -176,6 +176,8 @@ PRESETS: dict[str, Preset] = {
                 "answer_policy": "every-round",
                 "answer_with_signature": False,
                 "answer_with_evidence": True,
+                "max_tokens": 300_000,
+                "llm_passage_tokens": 6000,
             },
         ),
         Preset(

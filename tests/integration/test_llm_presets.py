@@ -43,7 +43,7 @@ def run(qa_deps: Deps, server: FakeOpenAIServer, preset: str, structured: str) -
     out = app.invoke(
         {"question": Q, "doc_id": QA_DOC},
         {"configurable": {"thread_id": preset}},
-        context=Context(preset=preset, backend="llm"),
+        context=Context(preset=preset, backend="llm", max_tokens=300_000),
     )
     out["_usage"] = deps.usage
     return out

@@ -5,7 +5,6 @@ Nothing leaves 127.0.0.1: an autouse fixture fails any socket connection elsewhe
 
 from __future__ import annotations
 
-import asyncio
 import json
 import urllib.request
 from typing import Any
@@ -244,15 +243,15 @@ def test_cache_spares_the_server() -> None:
     )
 
 
-def test_async_calls_against_server() -> None:
+def test_concurrent_calls_against_server() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
     def route(request: dict[str, Any]) -> str:
         return f"echo {last_user_text(request)}"
 
     with FakeOpenAIServer(fail_first(route, 500)) as server:
         llm = _llm(server.base_url)
-
-        async def run() -> list[str]:
-            return await asyncio.gather(*(llm.acomplete(f"q{i}", role="bulk") for i in range(4)))
-
-        assert sorted(asyncio.run(run())) == [f"echo q{i}" for i in range(4)]
+        with ThreadPoolExecutor(4) as pool:
+            out = list(pool.map(lambda i: llm.complete(f"q{i}", role="bulk"), range(4)))
+        assert sorted(out) == [f"echo q{i}" for i in range(4)]
     assert llm.usage.by_role["bulk"]["calls"] == 4 and llm.usage.retries == 1

@@ -35,7 +35,7 @@ def test_ask_json(qa_store: Path, qa_deps: object, capsys: pytest.CaptureFixture
             "naive",
             "--json",
             "--llm",
-            "offline",
+            "extractive",
         )
     )
     out = json.loads(capsys.readouterr().out)
@@ -62,7 +62,7 @@ def test_ask_multiple_choice_text_output(
             "--preset",
             "mia-rag",
             "--llm",
-            "offline",
+            "extractive",
         )
     )
     text = capsys.readouterr().out
@@ -82,7 +82,7 @@ def test_ask_stream_json_lines(qa_store: Path, capsys: pytest.CaptureFixture[str
             "--max-rounds",
             "2",
             "--llm",
-            "offline",
+            "extractive",
         )
     )
     lines = capsys.readouterr().out.strip().splitlines()
@@ -95,7 +95,7 @@ def test_ask_stream_json_lines(qa_store: Path, capsys: pytest.CaptureFixture[str
 
 def test_ask_stream_text_goes_to_stderr(qa_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc = ask.run(
-        parse(Q, "--store", str(qa_store), "--stream", "--preset", "naive", "--llm", "offline")
+        parse(Q, "--store", str(qa_store), "--stream", "--preset", "naive", "--llm", "extractive")
     )
     captured = capsys.readouterr()
     assert rc == 0 and captured.out.startswith("Answer: ") and "· retrieve" in captured.err
@@ -117,7 +117,7 @@ def test_errors_are_one_line_exit_2(
     message: str,
 ) -> None:
     argv = [a.format(missing=tmp_path / "none", store=qa_store) for a in argv]
-    rc = ask.run(parse(Q, *argv, "--llm", "offline"))
+    rc = ask.run(parse(Q, *argv, "--llm", "extractive"))
     err = capsys.readouterr().err
     assert (
         rc == 2 and message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
@@ -129,6 +129,6 @@ def test_registered_in_the_cli(qa_store: Path, capsys: pytest.CaptureFixture[str
     from mindscape.cli import main
 
     rc = main(
-        ["ask", Q, "--store", str(qa_store), "--preset", "naive", "--json", "--llm", "offline"]
+        ["ask", Q, "--store", str(qa_store), "--preset", "naive", "--json", "--llm", "extractive"]
     )
     assert rc == 0 and json.loads(capsys.readouterr().out)["answer"]

@@ -41,7 +41,7 @@ def test_every_preset_answers_offline(qa_deps: Deps, preset: str) -> None:
     out = app_for(qa_deps).invoke(
         {"question": Q, "doc_id": QA_DOC},
         cfg(preset),
-        context=Context(preset=preset, backend="offline"),
+        context=Context(preset=preset, backend="extractive"),
     )
     assert out["answer"] and out["preset"] == preset and out["llm_calls"] == 0
     assert 1 <= out["rounds"] <= Context(preset=preset).resolved().max_rounds
@@ -92,7 +92,7 @@ def test_answer_formats_offline(qa_deps: Deps) -> None:
 
 
 def test_offline_refines_when_unsure_and_probes_never_repeat(qa_deps: Deps) -> None:
-    ctx = Context(preset="comorag", backend="offline", open_threshold=0.99, max_rounds=4)
+    ctx = Context(preset="comorag", backend="extractive", open_threshold=0.99, max_rounds=4)
     out = app_for(qa_deps).invoke({"question": Q, "doc_id": QA_DOC}, cfg("refine"), context=ctx)
     assert out["rounds"] >= 2 and out["trace"][0]["decision"] == "REFINE"
     probes = [p for step in out["trace"] for p in step["probes"]]
@@ -102,7 +102,7 @@ def test_offline_refines_when_unsure_and_probes_never_repeat(qa_deps: Deps) -> N
 
 def test_second_question_on_the_same_thread_starts_clean(qa_deps: Deps) -> None:
     app = app_for(qa_deps)
-    ctx = Context(preset="comorag", backend="offline", open_threshold=0.99, max_rounds=2)
+    ctx = Context(preset="comorag", backend="extractive", open_threshold=0.99, max_rounds=2)
     first = app.invoke({"question": Q, "doc_id": QA_DOC}, cfg("same"), context=ctx)
     second = app.invoke(
         {"question": "Where did the father go?", "doc_id": QA_DOC}, cfg("same"), context=ctx
@@ -192,7 +192,9 @@ def test_llm_run_refines_twice_then_answers(qa_deps: Deps) -> None:
     script = QAScript(answer="two white pigeons", refuse=2)
     deps = llm_deps(qa_deps, script)
     out = app_for(deps).invoke(
-        {"question": Q, "doc_id": QA_DOC}, cfg("llm"), context=Context(preset="mindscape")
+        {"question": Q, "doc_id": QA_DOC},
+        cfg("llm"),
+        context=Context(preset="mindscape", max_tokens=300_000),
     )
     assert (
         out["answer"] == "two white pigeons"
@@ -230,8 +232,9 @@ def test_each_budget_stops_the_loop(qa_deps: Deps, limits: dict, reason: str) ->
         assert out["rounds"] == 2
     if reason == "llm_calls":
         assert 4 <= out["llm_calls"] <= 4 + 3  # at most one round past the budget
-    if reason == "tokens":
-        assert out["tokens_in"] + out["tokens_out"] >= 3000 and out["rounds"] < 5
+    if reason == "tokens":  # stopped because another average round would pass the budget
+        spent = out["tokens_in"] + out["tokens_out"]
+        assert spent + spent / out["rounds"] > 3000 and out["rounds"] < 5
 
 
 def test_mia_agent_answers_once_update_decides(qa_deps: Deps) -> None:

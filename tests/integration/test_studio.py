@@ -51,7 +51,7 @@ def test_studio_runs_a_question(qa_store: Path, tmp_path: Path) -> None:
     env = {
         **os.environ,
         "MINDSCAPE_STORE": str(qa_store),
-        "MINDSCAPE_LLM_BACKEND": "offline",
+        "MINDSCAPE_LLM_BACKEND": "extractive",
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGSMITH_TRACING": "false",
         "NO_PROXY": "127.0.0.1,localhost",

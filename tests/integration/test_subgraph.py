@@ -84,7 +84,7 @@ def foreign_parent(node: Any) -> Any:
 
 
 def test_wrapper_node_for_a_foreign_parent_sync_and_async() -> None:
-    node = make_qa_node(deps=fake_deps(), context=Context(preset="naive", backend="offline"))
+    node = make_qa_node(deps=fake_deps(), context=Context(preset="naive", backend="extractive"))
     parent = foreign_parent(node)
     out = parent.invoke({"messages": [HumanMessage(Q)]})
     assert out["qa"]["answer"] == "in the cave beneath the lighthouse" and out["qa"]["rounds"] == 1
@@ -113,7 +113,7 @@ def test_wrapper_node_with_mappers(qa_deps: Deps) -> None:
 def test_tool_for_create_agent() -> None:
     from langchain.agents import create_agent
 
-    tool = make_qa_tool(fake_deps(), context=Context(preset="naive", backend="offline"))
+    tool = make_qa_tool(fake_deps(), context=Context(preset="naive", backend="extractive"))
     model = ScriptedChatModel(
         responses=[
             AIMessage(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from langgraph.runtime import Runtime
 
@@ -119,12 +121,16 @@ def test_canonical_task() -> None:
 # ---------------------------------------------------------------- deps
 
 
-def test_deps_are_lazy_and_injected_objects_win(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_deps_are_lazy_and_injected_objects_win(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from mindscape.deps import Deps
     from mindscape.errors import StoreError
     from tests.fakes import FakeRetriever, ScriptedChatModel
 
     monkeypatch.delenv("MINDSCAPE_LLM_BACKEND", raising=False)
+    monkeypatch.delenv("MINDSCAPE_LOCAL_MODEL", raising=False)
+    monkeypatch.setenv("MINDSCAPE_CACHE", str(tmp_path))  # no local model installed here
     d = Deps()
     assert d.embedder is None and d.store is None and d.chat is None  # nothing built yet
     with pytest.raises(StoreError, match="MINDSCAPE_STORE"):
@@ -132,10 +138,10 @@ def test_deps_are_lazy_and_injected_objects_win(monkeypatch: pytest.MonkeyPatch)
     r = FakeRetriever()
     injected = Deps(retriever=r, embedder=r.embedder)
     assert injected.get_retriever(Context(store="/ignored").resolved()) is r
-    assert injected.backend(Context().resolved()) == "offline"
+    assert injected.backend(Context().resolved()) == "extractive"
     assert Deps(chat=ScriptedChatModel()).backend(Context().resolved()) == "llm"
     assert (
-        Deps(chat=ScriptedChatModel()).backend(Context(backend="offline").resolved()) == "offline"
+        Deps(chat=ScriptedChatModel()).backend(Context(backend="extractive").resolved()) == "extractive"
     )
     monkeypatch.setenv("MINDSCAPE_LLM_BACKEND", "openai")
     assert Deps().backend(Context().resolved()) == "llm"

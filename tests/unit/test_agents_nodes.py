@@ -192,7 +192,7 @@ def test_llm_update_chooses_signature_and_decides() -> None:
 def test_offline_update_keeps_reselection() -> None:
     d = deps()
     state = after_retrieve(d, preset="mia-agent")
-    out = run(make_signature_update, d, state, preset="mia-agent", backend="offline")
+    out = run(make_signature_update, d, state, preset="mia-agent", backend="extractive")
     assert out["update"]["decision"] is None and out["llm_calls"] == 0
     assert out["signature"]
 
@@ -272,7 +272,7 @@ def test_offline_encode_is_extractive_and_free() -> None:
     d = deps()
     state = after_retrieve(d, preset="mindscape")
     out = run(
-        make_evidence_fuse, d, state, preset="mindscape", backend="offline", defer_encode=False
+        make_evidence_fuse, d, state, preset="mindscape", backend="extractive", defer_encode=False
     )
     assert out["llm_calls"] == 0 and all(u["cue"] for u in out["memory"])
     assert run(make_evidence_fuse, d, state, preset="naive") == {"_events": []}
@@ -404,12 +404,12 @@ def test_refine_probes_entities_first_and_never_repeats() -> None:
     d = deps()
     state = after_retrieve(d, preset="comorag")
     state["attempts"] = [_attempt(1, sufficient=False, confidence=0.2)]
-    out = run(make_refine, d, state, preset="comorag", backend="offline")
+    out = run(make_refine, d, state, preset="comorag", backend="extractive")
     assert out["decision"] == "REFINE" and 1 <= len(out["pending_probes"]) <= 3
     names = [p.split(" ")[0] for p in out["pending_probes"]]
     assert all(n[0].isupper() for n in names)
     state["probes"] = out["pending_probes"]
-    again = run(make_refine, d, state, preset="comorag", backend="offline")
+    again = run(make_refine, d, state, preset="comorag", backend="extractive")
     assert not set(again["pending_probes"]) & set(out["pending_probes"])
     assert out["answer"] == "x" and out["stop_reason"] == ""
 
@@ -434,6 +434,7 @@ def test_refine_llm_decision_and_probe_dedup() -> None:
             "probe": [
                 '{"decision": "REFINE", "probes": ["Tobin", "tobin", "Old probe"]}',
                 '{"decision": "answer", "probes": []}',
+                '{"decision": "answer", "probes": []}',
             ]
         }
     )
@@ -444,6 +445,9 @@ def test_refine_llm_decision_and_probe_dedup() -> None:
     assert (
         out["decision"] == "REFINE" and out["pending_probes"] == ["Tobin"] and out["llm_calls"] == 1
     )
+    again = run(make_refine, d, state, preset="mindscape")  # ANSWER on an unquoted attempt
+    assert again["decision"] == "REFINE"
+    state.update(attempts=[_attempt(1, "guess", True, 0.45)])  # sufficient, quote found
     out = run(make_refine, d, state, preset="mindscape")
     assert out["decision"] == "ANSWER" and out["answer"] == "guess"
 
@@ -469,5 +473,5 @@ def test_refine_stops_when_nothing_is_left_to_try() -> None:
         "attempts": [_attempt(2, "g", False, 0.1)],
         "probes": [],
     }
-    out = run(make_refine, d, state, preset="mia-agent", backend="offline")
+    out = run(make_refine, d, state, preset="mia-agent", backend="extractive")
     assert out["decision"] == "STOP" and out["stop_reason"] == "exhausted"

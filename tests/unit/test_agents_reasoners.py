@@ -173,18 +173,21 @@ def llm(*responses: object, structured: str = "off") -> tuple[LLMReasoner, Scrip
 
 def test_llm_answer_tolerates_fences_and_counts_calls() -> None:
     r, chat = llm(
-        'Sure!\n```json\n{"answer": "the cave", "sufficient": true, "confidence": "high", '
-        '"evidence_ids": ["tale:c5", "bogus"]}\n```'
+        'Sure!\n```json\n{"quote": "hidden the ship\'s gold in the cave beneath the lighthouse", '
+        '"answer": "the cave", "sufficient": true, "confidence": "high", '
+        '"evidence_ids": ["tale:c6", "bogus"]}\n```'
     )
     u = Usage()
     a = r.answer(AnswerRequest("Where?", "open", passages=items()), usage=u)
-    assert a["answer"] == "the cave" and a["confidence"] == 0.85 and a["support"] == ["tale:c5"]
+    # grounded: the quote is in c5 and holds the answer; the model's "high" is not used
+    assert a["answer"] == "the cave" and a["confidence"] == 0.9
+    assert a["support"] == ["tale:c5", "tale:c6"]  # the quoted passage first, then the cited one
     assert u.calls == 1 and u.tokens_in > 0 and u.tokens_out > 0
 
 
 def test_llm_answer_reasks_once_on_malformed_json() -> None:
     r, chat = llm(
-        "the answer is {answer: cave,,", '{"answer": "cave", "sufficient": true, "confidence": 0.8}'
+        "I think it is the cave.", '{"answer": "cave", "sufficient": true, "confidence": 0.8}'
     )
     u = Usage()
     a = r.answer(AnswerRequest("Where?", "open", passages=items()), usage=u)

@@ -41,9 +41,13 @@ def test_call_and_token_budgets() -> None:
     state = {"decision": "REFINE", "rounds": 1, "llm_calls": 10, "tokens_in": 0, "tokens_out": 0}
     assert route_after_refine(state, rt(max_llm_calls=11)) == "tri_layer_retrieve"
     assert route_after_refine(state, rt(max_llm_calls=10)) == END
+    # one round spent 1000 tokens: another like it must fit in what is left
     state = {"decision": "REFINE", "rounds": 1, "tokens_in": 900, "tokens_out": 100}
-    assert route_after_refine(state, rt(max_tokens=1001)) == "tri_layer_retrieve"
-    assert route_after_refine(state, rt(max_tokens=1000)) == END
+    assert route_after_refine(state, rt(max_tokens=2000)) == "tri_layer_retrieve"
+    assert route_after_refine(state, rt(max_tokens=1999)) == END
+    state = {"decision": "REFINE", "rounds": 2, "tokens_in": 1800, "tokens_out": 200}
+    assert route_after_refine(state, rt(max_tokens=3000)) == "tri_layer_retrieve"
+    assert route_after_refine(state, rt(max_tokens=2999)) == END
 
 
 def test_router_without_runtime_uses_defaults() -> None:

@@ -27,8 +27,11 @@ def exhausted(state: QAState, ctx: Context) -> str | None:
         return "rounds"
     if state.get("llm_calls", 0) >= ctx.max_llm_calls:
         return "llm_calls"
-    if state.get("tokens_in", 0) + state.get("tokens_out", 0) >= ctx.max_tokens:
-        return "tokens"
+    spent = state.get("tokens_in", 0) + state.get("tokens_out", 0)
+    rounds = state.get("rounds", 0)
+    budget = ctx.max_tokens if ctx.max_tokens is not None else float("inf")
+    if spent >= budget or (rounds and spent + spent / rounds > budget):
+        return "tokens"  # spent, or another round like the average one would pass it
     return None
 
 

@@ -12,7 +12,11 @@ Decision, in order:
 2. STOP when a budget is used up (rounds, LLM calls, tokens): answer with the best attempt;
 3. otherwise Self-Probe: at most `max_probes` new probes (entities first, never repeating)
    and, with `query_rewrite`, a rewritten query; the LLM reasoner decides REFINE/ANSWER in
-   the same call. A round that found nothing and has nothing new to try STOPs.
+   the same call, but its ANSWER counts only for a sufficient attempt whose quote was found
+   in the passages. A round that found nothing and has nothing new to try STOPs.
+
+Budgets: the token budget stops refining as soon as another round like the average one so
+far would pass it, so a question stays within `max_tokens` rather than overshooting by a round.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
 from mindscape.llm import Usage
 from mindscape.reasoners.base import RefineRequest
+from mindscape.reasoners.grounding import QUOTED
 from mindscape.state import Attempt, EvidenceItem, QAState, TraceStep
 
 NO_ANSWER = "not enough evidence"
@@ -83,6 +88,12 @@ def trace_step(
     )
 
 
+def _quoted(attempt: Attempt | None) -> bool:
+    """Whether Self-Probe may end the loop on this attempt: it is sufficient and its quote
+    was found in the passages. The model's own say-so never ends the loop alone."""
+    return bool(attempt and attempt["sufficient"] and attempt["confidence"] >= QUOTED)
+
+
 def self_probe(
     deps: Deps, ctx: Context, state: QAState, latest: Attempt | None, usage: Usage
 ) -> tuple[str, str, list[str], str]:
@@ -107,7 +118,7 @@ def self_probe(
         )
         probes = result.probes[: ctx.max_probes or 0]
         reason = result.reason or reason
-        if result.decision == "ANSWER" and attempts:
+        if result.decision == "ANSWER" and _quoted(latest):
             decision = "ANSWER"
         if rewrite and result.next_query:
             query = result.next_query

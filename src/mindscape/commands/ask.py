@@ -17,7 +17,7 @@ import sys
 import uuid
 from typing import Any
 
-from mindscape.commands.common import add_model_options, add_store_option
+from mindscape.commands.common import add_model_options, add_store_option, settings_from_args
 from mindscape.errors import MindscapeError, StoreError
 from mindscape.presets import PRESET_NAMES
 
@@ -144,7 +144,6 @@ def _ask(args: argparse.Namespace) -> dict[str, Any]:
     from mindscape.context import Context
     from mindscape.deps import Deps, open_store
     from mindscape.graphs.qa import build_qa_graph
-    from mindscape.llm import LLMSettings
 
     if not args.store:
         raise StoreError("no store given: pass --store DIR or set MINDSCAPE_STORE")
@@ -162,7 +161,7 @@ def _ask(args: argparse.Namespace) -> dict[str, Any]:
     if args.task == "multiple-choice" and not args.option:
         raise ValueError("--task multiple-choice needs --option for each choice")
 
-    settings = LLMSettings.from_env(backend=args.llm, model=args.model, base_url=args.base_url)
+    settings = settings_from_args(args)
     embedder = None
     if args.embedder:
         from mindscape.embeddings import load_embedder
@@ -172,7 +171,6 @@ def _ask(args: argparse.Namespace) -> dict[str, Any]:
     ctx = Context.from_preset(
         args.preset,
         store=args.store,
-        backend="llm" if settings.backend == "openai" else "offline",
         max_rounds=args.max_rounds,
         max_llm_calls=args.max_llm_calls,
         query_rewrite=args.rewrite,

@@ -28,23 +28,52 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--llm",
-        choices=["offline", "openai"],
+        choices=["auto", "local", "openai", "extractive"],
         default=None,
-        help="offline extractive backend (default) or an OpenAI-compatible endpoint ($MINDSCAPE_LLM_BACKEND)",
+        help="auto (default: the local model when installed, else extractive), local, an "
+        "OpenAI-compatible endpoint, or extractive ($MINDSCAPE_LLM_BACKEND)",
     )
     p.add_argument("--model", default=None, help="chat model id ($MINDSCAPE_LLM_MODEL)")
     p.add_argument(
         "--base-url", default=None, help="OpenAI-compatible base URL ($MINDSCAPE_LLM_BASE_URL)"
     )
+    p.add_argument(
+        "--local-model",
+        default=None,
+        metavar="GGUF",
+        help="a GGUF file for the local backend ($MINDSCAPE_LOCAL_MODEL; default: the installed "
+        "Qwen2.5-Coder-1.5B-Instruct)",
+    )
+
+
+def settings_from_args(args: argparse.Namespace, **extra: Any) -> Any:
+    """`LLMSettings` from the CLI options over the environment."""
+    from mindscape.llm import LLMSettings
+
+    return LLMSettings.from_env(
+        backend=args.llm,
+        model=args.model,
+        base_url=args.base_url,
+        local_model=getattr(args, "local_model", None),
+        **extra,
+    )
 
 
 def llm_from_args(args: argparse.Namespace, cache: Any = None) -> Any:
-    """The `LLM` the arguments ask for, or None for the offline backend."""
-    from mindscape.llm import LLM, LLMSettings
+    """The `LLM` for index-time roles, or None for extractive indexing.
+
+    An endpoint (``openai``) is used at index time; the local model only with
+    ``--index-llm`` / ``MINDSCAPE_INDEX_LLM=1`` (a long book would take hours on two cores).
+    """
+    from mindscape.llm import LLM
     from mindscape.tokens import default_counter
 
-    settings = LLMSettings.from_env(backend=args.llm, model=args.model, base_url=args.base_url)
-    if settings.backend == "offline":
+    settings = settings_from_args(args, index_llm=getattr(args, "index_llm", None) or None)
+    if settings.backend == "auto":
+        settings = settings.resolved()
+    if settings.backend == "extractive" or (
+        settings.backend == "local" and not settings.index_llm
+    ):
         return None
     return LLM.from_settings(settings, cache=cache, count_tokens=default_counter().count)
 

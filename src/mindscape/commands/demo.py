@@ -1,24 +1,33 @@
-"""`mindscape demo`: index the bundled story offline and answer a few questions about it."""
+"""`mindscape demo`: index the bundled story offline and answer a few questions about it.
+
+Answers come from the local model when it is installed (``make demo`` installs it), else
+from the extractive reasoner; every answer shows its evidence, LLM calls, input tokens and
+seconds.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
 from importlib import resources
 
-from mindscape.commands.common import add_store_option
+from mindscape.commands.common import add_model_options, add_store_option, settings_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register `demo`."""
     p = sub.add_parser("demo", help="index the bundled story and query it, fully offline")
     add_store_option(p)
+    add_model_options(p)
+    p.add_argument("--preset", default="mindscape", help="default: %(default)s")
     p.set_defaults(func=run, store=None)
     p.add_argument("--top", type=int, default=3, help="passages shown per question")
 
 
 def run(args: argparse.Namespace) -> int:
     """Index the story (cached after the first run), print the store, then answer the questions."""
+    from mindscape.deps import Deps
     from mindscape.embeddings import load_embedder
     from mindscape.graphs.qa import answer_question
     from mindscape.memory.indexer import Indexer
@@ -34,16 +43,32 @@ def run(args: argparse.Namespace) -> int:
     print(f"{spec['title']}: {report.tokens} tokens, {state}")
     print("layers: " + ", ".join(f"{k} {v}" for k, v in store.summary()["layers"].items()))
     store.close()
+    deps = Deps(llm_settings=settings_from_args(args))
+    settings = deps.settings()
+    print(
+        f"answering with: {settings.backend}"
+        + (f" ({settings.model_name()})" if settings.backend != "extractive" else "")
+    )
+    total = 0.0
     for question in spec["questions"]:
+        t0 = time.perf_counter()
         out = answer_question(
-            {"question": question, "doc_id": spec["doc_id"]}, preset="mindscape", store=path
+            {"question": question, "doc_id": spec["doc_id"]},
+            preset=args.preset,
+            store=path,
+            deps=deps,
         )
+        seconds = time.perf_counter() - t0
+        total += seconds
         print(f"\nQ: {question}")
         print(
             f"A: {out['answer']}   (rounds {out['rounds']}, confidence {out.get('confidence', 0):.2f}, "
-            f"LLM calls {out['llm_calls']})"
+            f"LLM calls {out['llm_calls']}, input tokens {out.get('tokens_in', 0)}, {seconds:.1f}s)"
         )
         for item in (out.get("evidence") or [])[: args.top]:
             passage = " ".join(item["text"].split())
             print(f"   [{item['layer']} {', '.join(item['chunk_ids'][:3])}] {passage[:200]}")
+    print(
+        f"\n{len(spec['questions'])} questions in {total:.0f}s ({total / len(spec['questions']):.1f}s per question)"
+    )
     return 0

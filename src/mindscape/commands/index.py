@@ -48,6 +48,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="print the per-document reports and store summary as JSON",
     )
     add_model_options(p)
+    p.add_argument(
+        "--index-llm",
+        action="store_true",
+        default=None,
+        help="with the local model, also use it for summaries, outline and triples "
+        "($MINDSCAPE_INDEX_LLM; off by default: hours of LLM time for a long book)",
+    )
     p.set_defaults(func=run_index)
 
     q = sub.add_parser("inspect", help="print what a store holds")

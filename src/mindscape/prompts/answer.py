@@ -4,7 +4,12 @@ The context is assembled from blocks that the Context switches on: the passages 
 the signature σ (``answer_with_signature``) and the evidence memory (``answer_with_evidence``).
 ``task_rules`` is one of :data:`OPEN_RULES`, :data:`CHOICE_RULES`, :data:`CLAIM_RULES`.
 
-Output JSON: ``{"answer": ..., "sufficient": bool, "confidence": 0..1, "evidence_ids": [...]}``.
+The model first copies the sentence that answers the question (``quote``), then answers:
+pointing at the evidence before answering keeps a small model on the passage that holds the
+answer, and lets the reasoner check the quote against the passages, so the loop never ends
+on the model's self-reported certainty alone.
+
+Output JSON: ``{"quote": ..., "answer": ..., "sufficient": bool}``.
 """
 
 SYSTEM = (
@@ -22,9 +27,9 @@ USER = """{signature_block}{memory_block}Passages from the story:
 Question: {question}
 {options_block}
 Answer with JSON only:
-{{"answer": "<your answer>", "sufficient": true or false, "confidence": <0 to 1>, "evidence_ids": ["<ids of the passages you relied on>"]}}
-Set "sufficient" to false when the material does not settle the question; still give your
-best guess in "answer"."""
+{{"quote": "<the sentence from the passages that answers the question, copied word for word>", "answer": "<your answer>", "sufficient": true or false}}
+Copy the quote exactly from one passage. Set "sufficient" to false when no passage settles
+the question; still give your best guess in "answer"."""
 
 SIGNATURE_BLOCK = """What the question brings to mind about the whole story (session summaries):
 <signature>

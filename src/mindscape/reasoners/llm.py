@@ -18,12 +18,14 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field, field_validator
 
 from mindscape import prompts
-from mindscape.llm import LLM, LLMOutputError, LLMSettings, TextCache, Usage
+from mindscape.llm import LLM, LLMOutputError, LLMSettings, TextCache, Usage, approx_tokens
+from mindscape.llm.client import is_request_error
 from mindscape.prompts import answer as answer_prompt
 from mindscape.prompts import encode as encode_prompt
 from mindscape.prompts import fuse as fuse_prompt
 from mindscape.prompts import probe as probe_prompt
 from mindscape.prompts import update as update_prompt
+from mindscape.reasoners import grounding
 from mindscape.reasoners.base import (
     LETTERS,
     AnswerRequest,
@@ -40,9 +42,10 @@ from mindscape.state import Attempt, EvidenceItem, MemoryUnit, SignatureItem, no
 logger = logging.getLogger(__name__)
 
 FUSE_MAX_WORDS = 200
-PROBE_PASSAGE_TOKENS = 1200
-"""Tokens of the round's best passages shown to Self-Probe (ComoRAG's probe sees the QA context)."""
 NONE_TEXT = "(none)"
+
+MAX_OUTPUT_TOKENS = {"answer": 200, "probe": 200, "encode": 500, "fuse": 350, "update": 500}
+"""Output cap per role, in tokens: each role writes only what it needs."""
 
 # --------------------------------------------------------------------------- output schemas
 
@@ -76,12 +79,35 @@ class EncodeOut(BaseModel):
 
 
 class AnswerOut(BaseModel):
-    """Try-Answer output."""
+    """Try-Answer output: the quote that answers, the answer, and whether it is settled.
 
+    ``confidence`` and ``evidence_ids`` are accepted when a model volunteers them, but the
+    attempt's confidence comes from :mod:`mindscape.reasoners.grounding`.
+    """
+
+    quote: str = ""
     answer: str = ""
     sufficient: bool = True
     confidence: float = 0.5
     evidence_ids: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def grammar_schema(cls) -> dict[str, Any]:
+        """The JSON schema the model is constrained to: three keys, in this order."""
+        return {
+            "type": "object",
+            "properties": {
+                "quote": {"type": "string"},
+                "answer": {"type": "string"},
+                "sufficient": {"type": "boolean"},
+            },
+            "required": ["quote", "answer", "sufficient"],
+        }
+
+    @field_validator("quote", mode="before")
+    @classmethod
+    def _quote(cls, v: Any) -> str:
+        return "" if v is None else str(v)
 
     @field_validator("answer", mode="before")
     @classmethod
@@ -162,6 +188,19 @@ def top_passages(items: list[EvidenceItem], budget: int) -> list[EvidenceItem]:
     return pack_budget(sorted(items, key=lambda i: -i["score"]), lambda i: int(i["tokens"]), budget)
 
 
+def within(items: list[EvidenceItem], budget: int) -> list[EvidenceItem]:
+    """The best-scoring items that fit `budget` tokens, kept in their given order."""
+    keep = {id(i) for i in top_passages(items, budget)}
+    return [i for i in items if id(i) in keep]
+
+
+def in_order(items: list[EvidenceItem], budget: int) -> list[EvidenceItem]:
+    """The items, in their (priority) order, while they fit `budget` tokens."""
+    from mindscape.memory.fusion import pack_budget
+
+    return pack_budget(items, lambda i: int(i["tokens"]), budget)
+
+
 def format_memory(units: list[MemoryUnit], fused: str = "") -> str:
     """Memory units as lines, with the fused cue last."""
     lines = [f"- [{u['layer']}] {u['probe']}: {u['cue']}" for u in units if u.get("cue")]
@@ -238,9 +277,13 @@ class LLMReasoner:
         settings: LLMSettings | None = None,
         cache: TextCache | None = None,
         shared: dict[str, Any] | None = None,
+        passage_tokens: int = 1500,
     ) -> None:
         self.chat = chat
         self.fallback = fallback
+        self.passage_tokens = passage_tokens
+        """Tokens of passages in one prompt (answer, update; split among encode's blocks,
+        half for Self-Probe): the main input cost of every call."""
         self.shared = shared if shared is not None else {}
         self.settings = self.shared.get("llm_settings") or settings or LLMSettings(backend="openai")
         self.cache = cache
@@ -253,9 +296,20 @@ class LLMReasoner:
     ) -> Any:
         llm = self._llm(usage)
         try:
-            return llm.complete_json(prompt, system=system, schema=schema, role=role)
+            return llm.complete_json(
+                prompt,
+                system=system,
+                schema=schema,
+                role=role,
+                max_tokens=MAX_OUTPUT_TOKENS.get(role),
+            )
+        except Exception as exc:
+            if isinstance(exc, LLMOutputError) or not is_request_error(exc):
+                raise
+            # the endpoint refused the request (e.g. a prompt over its context size)
+            raise LLMOutputError(f"{role}: request refused: {exc}") from exc
         finally:
-            if llm._structured_off and self.settings.structured == "auto":
+            if llm.structured == "off" and self.settings.structured == "auto":
                 # the endpoint rejected structured output once: parse text from now on
                 self.settings = replace(self.settings, structured="off")
                 self.shared["llm_settings"] = self.settings
@@ -272,13 +326,14 @@ class LLMReasoner:
     ) -> EncodeResult:
         if not groups:
             return EncodeResult(cues=[])
+        share = max(200, self.passage_tokens // len(groups))
         blocks = "\n\n".join(
             prompts.render(
                 encode_prompt.BLOCK,
                 block_id=f"b{n + 1}",
                 layer=g.layer,
                 probe=g.probe.replace('"', "'"),
-                passages=format_passages(g.items),
+                passages=format_passages(within(g.items, share)),
             )
             for n, g in enumerate(groups)
         )
@@ -345,11 +400,14 @@ class LLMReasoner:
             if req.memory or req.fused
             else ""
         )
+        shown = in_order(
+            req.passages, max(200, self.passage_tokens - approx_tokens(signature_block))
+        )
         prompt = prompts.render(
             answer_prompt.USER,
             signature_block=signature_block,
             memory_block=memory_block,
-            passages=format_passages(req.passages),
+            passages=format_passages(shown),
             task_rules=rules,
             question=req.question,
             options_block=options_block,
@@ -360,29 +418,44 @@ class LLMReasoner:
             logger.warning("answer: unusable model output; answering extractively")
             attempt = self.fallback.answer(req, usage=usage)
             return Attempt(**{**attempt, "reasoner": "llm->offline"})  # type: ignore[typeddict-item]
-        return self._attempt(req, out)
+        return self._attempt(req.task, req.options, shown, out)
 
-    def _attempt(self, req: AnswerRequest, out: AnswerOut) -> Attempt:
-        ids = {p["unit_id"] for p in req.passages}
-        support = [i for i in out.evidence_ids if i in ids] or [
-            p["unit_id"] for p in req.passages[:3]
+    def _attempt(
+        self, task: str, options: list[str], shown: list[EvidenceItem], out: AnswerOut
+    ) -> Attempt:
+        """The attempt, with its confidence from the grounding checks, not the model's."""
+        texts = [p["text"] for p in shown]
+        quoted = [
+            p["unit_id"]
+            for p in shown
+            if grounding.quote_match(out.quote, [p["text"]]) >= grounding.QUOTE_MATCH
         ]
+        ids = {p["unit_id"] for p in shown}
+        cited = [i for i in out.evidence_ids if i in ids]
+        support = list(dict.fromkeys([*quoted, *cited])) or [p["unit_id"] for p in shown[:3]]
         answer = " ".join(out.answer.split())
         sufficient = out.sufficient and bool(answer) and answer not in {"*", "-"}
         choice = None
-        if req.task == "multiple-choice" and req.options:
-            choice = parse_letter(answer, req.options)
+        if task == "multiple-choice" and options:
+            choice = parse_letter(answer, options)
             answer = LETTERS[choice] if choice is not None else answer
             sufficient = sufficient and choice is not None
-        elif req.task == "claim":
+        elif task == "claim":
             verdict = parse_claim(answer)
             answer = verdict or answer
             sufficient = sufficient and verdict is not None
+        confidence = grounding.grounded_confidence(
+            sufficient=sufficient,
+            quote=out.quote,
+            answer=answer,
+            passages=texts,
+            open_task=task not in ("multiple-choice", "claim"),
+        )
         return Attempt(
             round=0,
             answer=answer,
             sufficient=sufficient,
-            confidence=out.confidence if sufficient else min(out.confidence, 0.5),
+            confidence=confidence,
             support=support,
             choice=choice,
             reasoner=self.name,
@@ -394,7 +467,7 @@ class LLMReasoner:
             question=req.question,
             query=req.query,
             attempt=format_attempt(req.attempt),
-            passages=format_passages(top_passages(req.passages, PROBE_PASSAGE_TOKENS)),
+            passages=format_passages(top_passages(req.passages, self.passage_tokens // 2)),
             memory=format_memory(req.memory),
             previous="\n".join(f"- {p}" for p in req.previous_probes) or NONE_TEXT,
             max_probes=req.max_probes,
@@ -427,7 +500,7 @@ class LLMReasoner:
             query=req.query,
             signature=format_summaries(req.signature),
             candidates=format_summaries(req.candidates),
-            passages=format_passages(req.passages),
+            passages=format_passages(in_order(req.passages, self.passage_tokens)),
             memory=format_memory(req.memory),
             k=req.k,
             rewrite_rule=update_prompt.REWRITE_RULE

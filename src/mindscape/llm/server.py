@@ -1,0 +1,207 @@
+"""The local model's server: llama.cpp's OpenAI-compatible server on a free loopback port.
+
+One :class:`LocalServer` per (model, threads, context size) per process, shared by every
+caller in that process (:func:`shared_server`). It is started on first use on a free
+``127.0.0.1`` port, health-checked (``GET /v1/models``) before use, and stopped when the
+process exits: at interpreter exit (``atexit``, which also runs after Ctrl-C), on SIGTERM
+(a handler is installed when none is), and, if the parent dies without cleaning up (SIGKILL,
+a crash), by the child itself: :mod:`mindscape.llm._serve` watches its parent and exits
+when it is gone. Processes never clash: each picks its own port. To share one server between
+processes, run ``mindscape model serve`` and point ``MINDSCAPE_LLM_BASE_URL`` at it.
+
+The chat client is the ordinary OpenAI-compatible path (``langchain-openai``): the same code
+that talks to OpenAI, vLLM or Ollama.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mindscape.errors import ModelError
+
+logger = logging.getLogger(__name__)
+
+_LOCK = threading.RLock()
+_SERVERS: dict[tuple[str, int, int], LocalServer] = {}
+_STARTED: list[LocalServer] = []
+"""Every server started in this process (stopped at exit)."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free on ``host`` right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def default_threads() -> int:
+    """Threads for generation: every core this process may use (2 on the reference machine)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def llama_server_args(model: Path, port: int, *, threads: int, n_ctx: int) -> list[str]:
+    """``llama_cpp.server`` and its arguments for one model on ``127.0.0.1:port``."""
+    return [
+        "llama_cpp.server",
+        "--model", str(model),
+        "--model_alias", "local",
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--n_threads", str(threads),
+        "--n_threads_batch", str(threads),
+        "--n_ctx", str(n_ctx),
+        "--seed", "0",
+        "--verbose", "False",
+    ]  # fmt: skip
+
+
+@dataclass
+class LocalServer:
+    """A child process serving an OpenAI-compatible API on ``127.0.0.1:port``.
+
+    ``argv`` is the module to run and its arguments (``["llama_cpp.server", "--model", …]``),
+    started through :mod:`mindscape.llm._serve`; tests pass a fake server module.
+    """
+
+    argv: Sequence[str]
+    port: int
+    startup_timeout_s: float = 180.0
+    log_path: Path | None = None
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible root, ``http://127.0.0.1:PORT/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def pid(self) -> int | None:
+        """The child's pid while it runs."""
+        return self.process.pid if self.process is not None else None
+
+    def healthy(self, timeout_s: float = 2.0) -> bool:
+        """Whether the server answers ``GET /v1/models`` with 200."""
+        try:
+            with urllib.request.urlopen(self.base_url + "/models", timeout=timeout_s) as r:
+                return bool(r.status == 200)
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+
+    def _log_tail(self) -> str:
+        if self.log_path is None or not self.log_path.is_file():
+            return ""
+        lines = self.log_path.read_text(errors="replace").strip().splitlines()
+        return lines[-1] if lines else ""
+
+    def start(self) -> LocalServer:
+        """Start the child and wait until it is healthy; a ModelError says why it is not."""
+        if self.process is not None and self.process.poll() is None:
+            return self
+        cmd = [sys.executable, "-m", "mindscape.llm._serve", "--parent", str(os.getpid())]
+        cmd += ["--", *self.argv]
+        out = self.log_path.open("ab") if self.log_path is not None else subprocess.DEVNULL
+        try:
+            self.process = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
+            )
+        finally:
+            if self.log_path is not None:
+                out.close()  # type: ignore[union-attr]
+        _register_cleanup()
+        if self not in _STARTED:
+            _STARTED.append(self)
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                tail = self._log_tail()
+                self.process = None
+                raise ModelError(
+                    "the local model server exited during start-up"
+                    + (f": {tail}" if tail else "")
+                    + (f" (log: {self.log_path})" if self.log_path else "")
+                )
+            if self.healthy():
+                logger.info("local model server ready at %s (pid %d)", self.base_url, self.pid)
+                return self
+            time.sleep(0.2)
+        self.stop()
+        raise ModelError(
+            f"the local model server did not answer within {self.startup_timeout_s:.0f}s"
+        )
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Terminate the child (SIGTERM, then SIGKILL after ``timeout_s``) and reap it."""
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout_s)
+
+
+def shared_server(model: Path, *, threads: int, n_ctx: int) -> LocalServer:
+    """The process-wide server for this model and settings, started (and healthy)."""
+    key = (str(model), threads, n_ctx)
+    with _LOCK:
+        server = _SERVERS.get(key)
+        if server is not None and server.process is not None and server.process.poll() is None:
+            return server
+        log_dir = model.parent.parent / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        port = free_port()
+        server = LocalServer(
+            llama_server_args(model, port, threads=threads, n_ctx=n_ctx),
+            port,
+            log_path=log_dir / f"llama-server-{os.getpid()}.log",
+        )
+        _SERVERS[key] = server.start()
+        return server
+
+
+def stop_all() -> None:
+    """Stop every server this process started."""
+    with _LOCK:
+        _SERVERS.clear()
+        servers = list(_STARTED)
+        _STARTED.clear()
+    for server in servers:
+        server.stop()
+
+
+_REGISTERED = False
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    stop_all()
+    raise SystemExit(128 + signum)
+
+
+def _register_cleanup() -> None:
+    """atexit (normal exit, Ctrl-C) and a SIGTERM handler when none is installed."""
+    global _REGISTERED
+    if _REGISTERED:
+        return
+    _REGISTERED = True
+    atexit.register(stop_all)
+    if threading.current_thread() is threading.main_thread():
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGTERM, _on_sigterm)

@@ -1,0 +1,109 @@
+"""The usage ledger: LLM calls, tokens in and out, cache hits and retries, per role.
+
+Input tokens are the dominating cost with a local model (~100 prompt tokens/s on two cores),
+so every call is counted, per role, and reported beside every quality figure.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+_COUNTERS: tuple[str, ...] = (
+    "calls",
+    "tokens_in",
+    "tokens_out",
+    "cache_hits",
+    "retries",
+    "estimated",
+)
+
+
+class Usage:
+    """Thread-safe ledger of LLM calls, kept per role.
+
+    Counters: ``calls`` (model responses received, re-asks included), ``tokens_in``,
+    ``tokens_out``, ``cache_hits`` (answers served from the cache, not calls),
+    ``retries`` (transient failures that were retried) and ``estimated`` (calls whose
+    token counts were estimated because the model reported none).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._roles: dict[str, dict[str, int]] = {}
+
+    def add(self, role: str = "", **counts: int) -> None:
+        """Add ``counts`` (any of the counter names) to ``role``'s row."""
+        bad = set(counts) - set(_COUNTERS)
+        if bad:
+            raise TypeError(f"unknown usage counters: {sorted(bad)}")
+        with self._lock:
+            row = self._roles.setdefault(role, dict.fromkeys(_COUNTERS, 0))
+            for name, value in counts.items():
+                row[name] += int(value)
+
+    def merge(self, other: Usage) -> Usage:
+        """Add every row of ``other`` into this ledger; returns ``self``."""
+        for role, row in other.by_role.items():
+            self.add(role, **row)
+        return self
+
+    @property
+    def by_role(self) -> dict[str, dict[str, int]]:
+        """A snapshot of the per-role rows."""
+        with self._lock:
+            return {role: dict(row) for role, row in self._roles.items()}
+
+    def total(self, name: str) -> int:
+        """Sum of counter ``name`` over all roles."""
+        if name not in _COUNTERS:
+            raise KeyError(name)
+        with self._lock:
+            return sum(row[name] for row in self._roles.values())
+
+    @property
+    def calls(self) -> int:
+        """Model responses received."""
+        return self.total("calls")
+
+    @property
+    def tokens_in(self) -> int:
+        """Prompt tokens."""
+        return self.total("tokens_in")
+
+    @property
+    def tokens_out(self) -> int:
+        """Completion tokens."""
+        return self.total("tokens_out")
+
+    @property
+    def cache_hits(self) -> int:
+        """Answers served from the cache."""
+        return self.total("cache_hits")
+
+    @property
+    def retries(self) -> int:
+        """Transient failures retried."""
+        return self.total("retries")
+
+    def as_dict(self) -> dict[str, Any]:
+        """Totals plus ``by_role``, JSON-serialisable."""
+        roles = self.by_role
+        totals = {name: sum(row[name] for row in roles.values()) for name in _COUNTERS}
+        return {**totals, "by_role": roles}
+
+    def __repr__(self) -> str:
+        d = self.as_dict()
+        return f"Usage(calls={d['calls']}, tokens_in={d['tokens_in']}, tokens_out={d['tokens_out']}, cache_hits={d['cache_hits']})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"roles": self.by_role}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._lock = threading.Lock()
+        self._roles = {role: dict(row) for role, row in state["roles"].items()}
+
+
+def approx_tokens(text: str) -> int:
+    """Rough token count (4 characters per token) used when a model reports none."""
+    return len(text) // 4

