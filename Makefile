@@ -37,14 +37,15 @@ $(STAMP): pyproject.toml
 demo: model
 	$(VENV)/bin/mindscape demo
 
-test: model
+test: model lint
 	$(PY) -m pytest -q
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks notebooks
+	$(VENV)/bin/ruff format --check src tests benchmarks notebooks
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -70,7 +70,9 @@ def build_store(
         rep = indexer.index(doc.doc_id, doc.text, title=doc.title)
         if not rep.skipped:
             fresh += 1
-            log(f"  indexed {doc.doc_id} ({rep.tokens} tokens, {rep.seconds:.1f}s) [{n}/{len(docs)}]")
+            log(
+                f"  indexed {doc.doc_id} ({rep.tokens} tokens, {rep.seconds:.1f}s) [{n}/{len(docs)}]"
+            )
     if fresh:
         log(f"store {path}: {fresh} new documents in {time.perf_counter() - t0:.1f}s")
     return store
@@ -106,7 +108,11 @@ def percentiles(values_ms: Iterable[float]) -> dict[str, float]:
 
 
 def latency_stores(
-    bench: str | Path, embedder: Any, n_books: Sequence[int] = (1, 10), *, config: IndexConfig | None = None
+    bench: str | Path,
+    embedder: Any,
+    n_books: Sequence[int] = (1, 10),
+    *,
+    config: IndexConfig | None = None,
 ) -> dict[int, tuple[MemoryStore, list[BenchDocument]]]:
     """Stores of the first n of `NQA_LATENCY_BOOKS` (narrativeqa_lit dev), for each n.
 
@@ -117,7 +123,9 @@ def latency_stores(
 
     cfg = config or IndexConfig()
     tag = cfg.fingerprint("", "")[:8]
-    docs_all = {d.doc_id: d for d in load_documents(bench, "narrativeqa_lit", "dev", NQA_LATENCY_BOOKS)}
+    docs_all = {
+        d.doc_id: d for d in load_documents(bench, "narrativeqa_lit", "dev", NQA_LATENCY_BOOKS)
+    }
     docs_all_ordered = [docs_all[i] for i in NQA_LATENCY_BOOKS if i in docs_all]
     out: dict[int, tuple[MemoryStore, list[BenchDocument]]] = {}
     prev: Path | None = None

@@ -43,12 +43,19 @@ def main() -> None:
     embedder = load_embedder()
     store, docs = latency_stores(args.bench, embedder, (1,))[1]
     book = NQA_LATENCY_BOOKS[0]
-    questions = [q for q in load_questions(args.bench, "narrativeqa_lit", "dev") if q.doc_id == book]
+    questions = [
+        q for q in load_questions(args.bench, "narrativeqa_lit", "dev") if q.doc_id == book
+    ]
     questions = questions[: args.n + 1]
     deps = Deps(store=store, embedder=embedder, llm_settings=LLMSettings(backend="local"))
     warm, timed = questions[0], questions[1:]
     log(f"book {book} ({docs[0].title}); warm-up question, then {len(timed)} per preset")
-    answer_question({"question": warm.question, "doc_id": book}, preset="naive", store=str(store.path), deps=deps)
+    answer_question(
+        {"question": warm.question, "doc_id": book},
+        preset="naive",
+        store=str(store.path),
+        deps=deps,
+    )
 
     rows = {}
     for preset in [p.strip() for p in args.preset.split(",") if p.strip()]:
@@ -56,13 +63,18 @@ def main() -> None:
         for q in timed:
             t0 = time.perf_counter()
             out = answer_question(
-                {"question": q.question, "doc_id": book}, preset=preset, store=str(store.path), deps=deps
+                {"question": q.question, "doc_id": book},
+                preset=preset,
+                store=str(store.path),
+                deps=deps,
             )
             secs.append(time.perf_counter() - t0)
             tokens.append(out.get("tokens_in", 0))
             calls.append(out.get("llm_calls", 0))
             f1.append(token_f1(out["answer"], q.answers))
-            log(f"  {preset:10} {secs[-1]:6.1f}s {tokens[-1]:6d} tok {calls[-1]} calls  {out['answer'][:60]!r}")
+            log(
+                f"  {preset:10} {secs[-1]:6.1f}s {tokens[-1]:6d} tok {calls[-1]} calls  {out['answer'][:60]!r}"
+            )
         rows[preset] = {
             "p50_s": round(statistics.median(secs), 1),
             "max_s": round(max(secs), 1),
@@ -72,7 +84,9 @@ def main() -> None:
             "f1": round(statistics.mean(f1), 3),
             "n": len(timed),
         }
-    print(f"{'preset':10} {'p50 s':>7} {'max s':>7} {'p50 tok':>8} {'max tok':>8} {'calls':>6} {'F1':>6}")
+    print(
+        f"{'preset':10} {'p50 s':>7} {'max s':>7} {'p50 tok':>8} {'max tok':>8} {'calls':>6} {'F1':>6}"
+    )
     for preset, r in rows.items():
         print(
             f"{preset:10} {r['p50_s']:7.1f} {r['max_s']:7.1f} {r['p50_tokens_in']:8d} "

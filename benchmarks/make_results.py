@@ -38,8 +38,23 @@ JOBS: list[tuple[str, str, int | None]] = [
 
 
 def command(bench: str, dataset: str, split: str, limit: int | None) -> list[str]:
-    cmd = ["mindscape", "eval", "--bench", bench, "--dataset", dataset, "--split", split,
-           "--preset", PRESETS, "--out", f"runs/eval/{dataset}-{split}", "--quiet"]
+    cmd = [
+        "mindscape",
+        "eval",
+        "--bench",
+        bench,
+        "--dataset",
+        dataset,
+        "--split",
+        split,
+        "--llm",
+        "extractive",
+        "--preset",
+        PRESETS,
+        "--out",
+        f"runs/eval/{dataset}-{split}",
+        "--quiet",
+    ]
     return cmd + (["--limit", str(limit)] if limit else [])
 
 
@@ -56,34 +71,57 @@ def section(dataset: str, split: str, limit: int | None, cmd: list[str]) -> str:
     names = sorted({k for g in groups for k in g["metrics"]})
     ks = sorted({k for g in groups for k in g.get("recall_at_k") or {}}, key=int)
     cols = names + [f"R@{k}" for k in ks]
-    lines = [f"### {dataset} · {split}" + (f" (first {limit} questions)" if limit else ""), "",
-             f"`{shlex.join(cmd)}`", "",
-             "| preset | n | " + " | ".join(cols) + " | LLM calls | latency s |",
-             "|---" * (len(cols) + 4) + "|"]
+    lines = [
+        f"### {dataset} · {split}" + (f" (first {limit} questions)" if limit else ""),
+        "",
+        f"`{shlex.join(cmd)}`",
+        "",
+        "| preset | n | " + " | ".join(cols) + " | LLM calls | latency s |",
+        "|---" * (len(cols) + 4) + "|",
+    ]
     for g in groups:
         cost = g.get("cost", {})
-        values = [fmt(g["metrics"].get(k)) for k in names] + [fmt((g.get("recall_at_k") or {}).get(k)) for k in ks]
+        values = [fmt(g["metrics"].get(k)) for k in names] + [
+            fmt((g.get("recall_at_k") or {}).get(k)) for k in ks
+        ]
         lines.append(
-            f"| {g['preset']} | {g['n']} | " + " | ".join(values)
+            f"| {g['preset']} | {g['n']} | "
+            + " | ".join(values)
             + f" | {cost.get('llm_calls', {}).get('mean', 0):.1f} | {cost.get('latency_s', {}).get('mean', 0):.2f} |"
         )
     if dataset == "narrativeqa_lit":
-        lines += ["", "Subset whose questions LiteraryQA did not modify (`is_question_modified == false`):", "",
-                  "| preset | n | f1 |", "|---|---|---|"]
-        records = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+        lines += [
+            "",
+            "Subset whose questions LiteraryQA did not modify (`is_question_modified == false`):",
+            "",
+            "| preset | n | f1 |",
+            "|---|---|---|",
+        ]
+        records = [
+            json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()
+        ]
         for preset in PRESETS.split(","):
-            vals = [r["metrics"]["f1"] for r in records
-                    if r["preset"] == preset and r.get("is_question_modified") is False]
+            vals = [
+                r["metrics"]["f1"]
+                for r in records
+                if r["preset"] == preset and r.get("is_question_modified") is False
+            ]
             mean, low, high = bootstrap_ci(vals)
-            lines.append(f"| {preset} | {len(vals)} | {fmt({'mean': mean, 'low': low, 'high': high})} |")
+            lines.append(
+                f"| {preset} | {len(vals)} | {fmt({'mean': mean, 'low': low, 'high': high})} |"
+            )
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--bench", default="../shared/bench")
     ap.add_argument("--jobs", nargs="*", help="dataset:split pairs to (re)run; default all")
-    ap.add_argument("--no-run", action="store_true", help="only assemble docs/results.md from runs/eval")
+    ap.add_argument(
+        "--no-run", action="store_true", help="only assemble docs/results.md from runs/eval"
+    )
     args = ap.parse_args()
     jobs = [j for j in JOBS if not args.jobs or f"{j[0]}:{j[1]}" in args.jobs]
     sections = []

@@ -34,7 +34,9 @@ from mindscape.memory.retriever import RetrievalSettings, Retriever  # noqa: E40
 TARGETS_MS = {1: 50.0, 10: 150.0}
 
 
-def run(store, docs, questions, *, n_queries: int, warmup: int, settings: RetrievalSettings) -> dict:
+def run(
+    store, docs, questions, *, n_queries: int, warmup: int, settings: RetrievalSettings
+) -> dict:
     retriever = Retriever(store, load_embedder())
     t0 = time.perf_counter()
     retriever.warm()
@@ -43,7 +45,13 @@ def run(store, docs, questions, *, n_queries: int, warmup: int, settings: Retrie
     for q in texts[:warmup]:
         retriever.retrieve(q, signature=retriever.signature(q), settings=settings)
     timed = texts[warmup : warmup + n_queries]
-    parts: dict[str, list[float]] = {"embed": [], "signature": [], "retrieve": [], "total": [], "sig+retrieve": []}
+    parts: dict[str, list[float]] = {
+        "embed": [],
+        "signature": [],
+        "retrieve": [],
+        "total": [],
+        "sig+retrieve": [],
+    }
     for q in timed:
         t0 = time.perf_counter()
         retriever.embed_query(q)
@@ -73,8 +81,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bench", default="../shared/bench")
     ap.add_argument("--queries", type=int, default=100, help="timed queries per store")
     ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--books", default="1,10", help="store sizes, in books (1 ≈ 100K tokens, 10 ≈ 1M)")
-    ap.add_argument("--threads", type=int, default=1, help="torch/BLAS threads (0 = library default)")
+    ap.add_argument(
+        "--books", default="1,10", help="store sizes, in books (1 ≈ 100K tokens, 10 ≈ 1M)"
+    )
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch/BLAS threads (0 = library default)"
+    )
     args = ap.parse_args(argv)
     limit_threads(args.threads)
 
@@ -84,24 +96,34 @@ def main(argv: list[str] | None = None) -> int:
     settings = RetrievalSettings()
     results = {}
     # Questions of all the latency books, for every store: only their number and variety matter here.
-    questions = load_questions(args.bench, "narrativeqa_lit", "dev", doc_ids=NQA_LATENCY_BOOKS[: max(sizes)])
+    questions = load_questions(
+        args.bench, "narrativeqa_lit", "dev", doc_ids=NQA_LATENCY_BOOKS[: max(sizes)]
+    )
     for n in sizes:
         store, docs = stores[n]
         log(f"{n} book(s): {len(docs)} docs, {len(questions)} questions")
-        results[n] = run(store, docs, questions, n_queries=args.queries, warmup=args.warmup, settings=settings)
+        results[n] = run(
+            store, docs, questions, n_queries=args.queries, warmup=args.warmup, settings=settings
+        )
 
-    print("\nwarm per-query latency (ms), default settings: coverage signature (hybrid E1), "
-          "retrieve on veridical+semantic+episodic, budgets 2000 each")
+    print(
+        "\nwarm per-query latency (ms), default settings: coverage signature (hybrid E1), "
+        "retrieve on veridical+semantic+episodic, budgets 2000 each"
+    )
     print(f"{'store':>22s} {'part':>13s} {'p50':>8s} {'p95':>8s} {'mean':>8s} {'max':>8s}")
     for n, r in results.items():
         label = f"{n} book(s) ~{r['tokens'] / 1e3:.0f}K tok"
         for part in ("embed", "signature", "retrieve", "sig+retrieve", "total"):
             m = r["ms"][part]
-            print(f"{label:>22s} {part:>13s} {m['p50']:8.1f} {m['p95']:8.1f} {m['mean']:8.1f} {m['max']:8.1f}")
+            print(
+                f"{label:>22s} {part:>13s} {m['p50']:8.1f} {m['p95']:8.1f} {m['mean']:8.1f} {m['max']:8.1f}"
+            )
             label = ""
-        print(f"{'':>22s} ({r['chunks']} chunks, {r['queries']} queries, warm-up {r['warm_seconds']:.1f}s; "
-              f"target p50 <= {TARGETS_MS.get(n, float('nan')):.0f} ms: "
-              f"{'met' if r['ms']['total']['p50'] <= TARGETS_MS.get(n, float('inf')) else 'MISSED'})")
+        print(
+            f"{'':>22s} ({r['chunks']} chunks, {r['queries']} queries, warm-up {r['warm_seconds']:.1f}s; "
+            f"target p50 <= {TARGETS_MS.get(n, float('nan')):.0f} ms: "
+            f"{'met' if r['ms']['total']['p50'] <= TARGETS_MS.get(n, float('inf')) else 'MISSED'})"
+        )
     summary = {
         "benchmark": "retrieval_latency",
         "books": list(NQA_LATENCY_BOOKS[: max(sizes)]),

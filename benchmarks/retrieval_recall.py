@@ -59,29 +59,77 @@ def variants(grid: bool) -> list[Variant]:
         Variant("mia-rag", base, "coverage", p),
     ]
     for a in (0.25, 0.5, 0.75):
-        out.append(Variant(f"mia-rag α={a}", dataclasses.replace(base, alpha=a), "coverage", p, "alpha"))
+        out.append(
+            Variant(f"mia-rag α={a}", dataclasses.replace(base, alpha=a), "coverage", p, "alpha")
+        )
     for a in (0.25, 0.5, 0.75):
-        out.append(Variant(f"first-k α={a}", dataclasses.replace(base, alpha=a), "first-k", p, "alpha"))
+        out.append(
+            Variant(f"first-k α={a}", dataclasses.replace(base, alpha=a), "first-k", p, "alpha")
+        )
     if not grid:
         return out
     literal = SignatureParams()
     g = "grid"
     out += [
         # The paper-literal objective: summary relevance, summary-cosine match, dense E1, dense s(q,c).
-        Variant("literal: summary rel+match, dense, mean", dataclasses.replace(dense, signature_mode="mean", gate="none"), "coverage", literal, g),
-        Variant("literal + members/region scoring", dataclasses.replace(dense, gate="none"), "coverage", literal, g),
+        Variant(
+            "literal: summary rel+match, dense, mean",
+            dataclasses.replace(dense, signature_mode="mean", gate="none"),
+            "coverage",
+            literal,
+            g,
+        ),
+        Variant(
+            "literal + members/region scoring",
+            dataclasses.replace(dense, gate="none"),
+            "coverage",
+            literal,
+            g,
+        ),
         # Dense-only activation with the chosen selection.
-        Variant("dense E1, dense s(q,c), region", dense, "coverage", dataclasses.replace(p, activation="dense"), g),
-        Variant("dense E1, dense s(q,c), members", dataclasses.replace(dense, signature_mode="members"), "coverage", dataclasses.replace(p, activation="dense"), g),
-        Variant("first-k dense E1, dense s(q,c)", dense, "first-k", dataclasses.replace(p, activation="dense"), g),
+        Variant(
+            "dense E1, dense s(q,c), region",
+            dense,
+            "coverage",
+            dataclasses.replace(p, activation="dense"),
+            g,
+        ),
+        Variant(
+            "dense E1, dense s(q,c), members",
+            dataclasses.replace(dense, signature_mode="members"),
+            "coverage",
+            dataclasses.replace(p, activation="dense"),
+            g,
+        ),
+        Variant(
+            "first-k dense E1, dense s(q,c)",
+            dense,
+            "first-k",
+            dataclasses.replace(p, activation="dense"),
+            g,
+        ),
         # Hybrid activation, dense s(q,c).
         Variant("hybrid E1, dense s(q,c), region", dense, "coverage", p, g),
-        Variant("hybrid E1, dense s(q,c), window", dataclasses.replace(dense, signature_mode="window", gate="none"), "coverage", p, g),
-        Variant("hybrid E1, dense s(q,c), members", dataclasses.replace(dense, signature_mode="members", gate="none"), "coverage", p, g),
+        Variant(
+            "hybrid E1, dense s(q,c), window",
+            dataclasses.replace(dense, signature_mode="window", gate="none"),
+            "coverage",
+            p,
+            g,
+        ),
+        Variant(
+            "hybrid E1, dense s(q,c), members",
+            dataclasses.replace(dense, signature_mode="members", gate="none"),
+            "coverage",
+            p,
+            g,
+        ),
         Variant("first-k hybrid E1, dense s(q,c)", dense, "first-k", p, g),
         # Selection ablations (hybrid E1, hybrid s(q,c), region, gate).
         Variant("rel=summary", base, "coverage", dataclasses.replace(p, relevance="summary"), g),
-        Variant("match=summary+boost", base, "coverage", dataclasses.replace(p, match="summary"), g),
+        Variant(
+            "match=summary+boost", base, "coverage", dataclasses.replace(p, match="summary"), g
+        ),
         Variant("match=window", base, "coverage", dataclasses.replace(p, match="window"), g),
         Variant("λQ=0.5", base, "coverage", dataclasses.replace(p, lambda_q=0.5), g),
         Variant("λC=0.5", base, "coverage", dataclasses.replace(p, lambda_c=0.5), g),
@@ -93,22 +141,54 @@ def variants(grid: bool) -> list[Variant]:
         # Scoring ablations.
         Variant("s(σ,c)=mean", dataclasses.replace(base, signature_mode="mean"), "coverage", p, g),
         Variant("s(σ,c)=max", dataclasses.replace(base, signature_mode="max"), "coverage", p, g),
-        Variant("s(σ,c)=members", dataclasses.replace(base, signature_mode="members"), "coverage", p, g),
-        Variant("s(σ,c)=window", dataclasses.replace(base, signature_mode="window"), "coverage", p, g),
-        Variant("region ρ=0.25", dataclasses.replace(base, region_doc_weight=0.25), "coverage", p, g),
+        Variant(
+            "s(σ,c)=members", dataclasses.replace(base, signature_mode="members"), "coverage", p, g
+        ),
+        Variant(
+            "s(σ,c)=window", dataclasses.replace(base, signature_mode="window"), "coverage", p, g
+        ),
+        Variant(
+            "region ρ=0.25", dataclasses.replace(base, region_doc_weight=0.25), "coverage", p, g
+        ),
         Variant("region ρ=0.5", dataclasses.replace(base, region_doc_weight=0.5), "coverage", p, g),
-        Variant("region ρ=1 (document share only)", dataclasses.replace(base, region_doc_weight=1.0), "coverage", p, g),
-        Variant("region, windows weighted by gain", dataclasses.replace(base, window_weights="gain"), "coverage", p, g),
+        Variant(
+            "region ρ=1 (document share only)",
+            dataclasses.replace(base, region_doc_weight=1.0),
+            "coverage",
+            p,
+            g,
+        ),
+        Variant(
+            "region, windows weighted by gain",
+            dataclasses.replace(base, window_weights="gain"),
+            "coverage",
+            p,
+            g,
+        ),
         Variant("gate=none", dataclasses.replace(base, gate="none"), "coverage", p, g),
         Variant("gate power=1", dataclasses.replace(base, gate_power=1.0), "coverage", p, g),
         Variant("gate power=3", dataclasses.replace(base, gate_power=3.0), "coverage", p, g),
-        Variant("late-fusion (chunks+outline)", dataclasses.replace(base, chunk_mode="late-fusion", alpha=0.0), None, None, g),
-        Variant("late-fusion + signature", dataclasses.replace(base, chunk_mode="late-fusion"), "coverage", p, g),
+        Variant(
+            "late-fusion (chunks+outline)",
+            dataclasses.replace(base, chunk_mode="late-fusion", alpha=0.0),
+            None,
+            None,
+            g,
+        ),
+        Variant(
+            "late-fusion + signature",
+            dataclasses.replace(base, chunk_mode="late-fusion"),
+            "coverage",
+            p,
+            g,
+        ),
     ]
     return out
 
 
-def evaluate(retriever: Retriever, questions: list, spans: dict, rows: list[Variant], k_max: int) -> dict[str, dict]:
+def evaluate(
+    retriever: Retriever, questions: list, spans: dict, rows: list[Variant], k_max: int
+) -> dict[str, dict]:
     """Mean Recall@k per variant, plus story accuracy of the signatures' first unit."""
     per: dict[str, dict[int, list[float]]] = {v.name: {k: [] for k in KS} for v in rows}
     story: dict[str, list[float]] = {}
@@ -124,10 +204,14 @@ def evaluate(retriever: Retriever, questions: list, spans: dict, rows: list[Vari
                 if signature is None:
                     signature = retriever.signature(q.question, method=v.method, params=v.params)
                     sig_cache[key] = signature
-                    story.setdefault(f"{v.method} {v.params.activation if v.params else ''}", []).append(
+                    story.setdefault(
+                        f"{v.method} {v.params.activation if v.params else ''}", []
+                    ).append(
                         float(bool(signature) and signature[0].unit_id.split(":")[0] == q.doc_id)
                     )
-            hits = retriever.rank_chunks(q.question, signature=signature, settings=v.settings, k=k_max)
+            hits = retriever.rank_chunks(
+                q.question, signature=signature, settings=v.settings, k=k_max
+            )
             got = [spans[h.unit_id] if h.doc_id == q.doc_id else (0, 0) for h in hits]
             for k in KS:
                 per[v.name][k].append(recall_at_k(got, gold, k))
@@ -144,9 +228,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bench", default="../shared/bench")
     ap.add_argument("--dataset", default="fairytaleqa")
     ap.add_argument("--split", default="test", choices=["dev", "test"])
-    ap.add_argument("--limit", type=int, default=None, help="only the first N questions with evidence")
+    ap.add_argument(
+        "--limit", type=int, default=None, help="only the first N questions with evidence"
+    )
     ap.add_argument("--grid", action="store_true", help="also run the design sweep (use on dev)")
-    ap.add_argument("--threads", type=int, default=1, help="torch/BLAS threads (0 = library default)")
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch/BLAS threads (0 = library default)"
+    )
     args = ap.parse_args(argv)
     limit_threads(args.threads)
 
@@ -159,14 +247,18 @@ def main(argv: list[str] | None = None) -> int:
     retriever = Retriever(store, emb)
     retriever.warm()
     rows = variants(args.grid)
-    log(f"{args.dataset}/{args.split}: {len(docs)} documents, {len(spans)} chunks, "
-        f"{len(questions)} questions, {len(rows)} variants")
+    log(
+        f"{args.dataset}/{args.split}: {len(docs)} documents, {len(spans)} chunks, "
+        f"{len(questions)} questions, {len(rows)} variants"
+    )
     res = evaluate(retriever, questions, spans, rows, max(KS))
     story = res.pop("_story")
 
     naive10 = res["naive"][10]
-    print(f"\n{args.dataset} / {args.split}: {len(docs)} stories in one store, {len(spans)} chunks, "
-          f"{len(questions)} questions")
+    print(
+        f"\n{args.dataset} / {args.split}: {len(docs)} stories in one store, {len(spans)} chunks, "
+        f"{len(questions)} questions"
+    )
     print(f"{'variant':44s} {'R@5':>7s} {'R@10':>7s} {'R@20':>7s} {'R@10/naive':>11s}")
     group = None
     for v in rows:
@@ -175,17 +267,30 @@ def main(argv: list[str] | None = None) -> int:
             print(f"-- {group}")
         r = res[v.name]
         print(f"{v.name:44s} {r[5]:7.4f} {r[10]:7.4f} {r[20]:7.4f} {r[10] / naive10:11.3f}")
-    print("signature's first unit in the gold story: " + ", ".join(f"{k}: {v:.3f}" for k, v in story.items()))
+    print(
+        "signature's first unit in the gold story: "
+        + ", ".join(f"{k}: {v:.3f}" for k, v in story.items())
+    )
     mia, fk = res["mia-rag"][10], res["first-k"][10]
-    print(f"targets: mia-rag/naive = {mia / naive10:.3f} (>= 1.109: {'met' if mia >= 1.109 * naive10 else 'MISSED'}); "
-          f"mia-rag >= first-k: {'met' if mia >= fk else 'MISSED'}")
+    print(
+        f"targets: mia-rag/naive = {mia / naive10:.3f} (>= 1.109: {'met' if mia >= 1.109 * naive10 else 'MISSED'}); "
+        f"mia-rag >= first-k: {'met' if mia >= fk else 'MISSED'}"
+    )
     summary = {
         "dataset": args.dataset,
         "split": args.split,
-        "recall@10": {name: round(res[name][10], 4) for name in ("naive", "hybrid", "first-k", "mia-rag")},
-        "recall@5": {name: round(res[name][5], 4) for name in ("naive", "hybrid", "first-k", "mia-rag")},
-        "recall@20": {name: round(res[name][20], 4) for name in ("naive", "hybrid", "first-k", "mia-rag")},
-        "alpha_sweep_recall@10": {str(a): round(res[f"mia-rag α={a}"][10], 4) for a in (0.25, 0.5, 0.75)},
+        "recall@10": {
+            name: round(res[name][10], 4) for name in ("naive", "hybrid", "first-k", "mia-rag")
+        },
+        "recall@5": {
+            name: round(res[name][5], 4) for name in ("naive", "hybrid", "first-k", "mia-rag")
+        },
+        "recall@20": {
+            name: round(res[name][20], 4) for name in ("naive", "hybrid", "first-k", "mia-rag")
+        },
+        "alpha_sweep_recall@10": {
+            str(a): round(res[f"mia-rag α={a}"][10], 4) for a in (0.25, 0.5, 0.75)
+        },
         "questions": len(questions),
     }
     print(json.dumps(summary))

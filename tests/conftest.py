@@ -32,7 +32,14 @@ LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 @pytest.fixture
 def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Fail any connection that is not to loopback; ignore proxy settings."""
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+    for name in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     real_connect = socket.socket.connect

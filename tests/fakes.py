@@ -258,14 +258,23 @@ STORY_CHUNKS: list[str] = [
     "Inside the cave she found the gold and Tobin himself, alive but hurt.",
 ]
 STORY_SESSIONS: list[tuple[str, list[int]]] = [
-    ("Mara Quill keeps the lighthouse on Gull Rock; her brother Tobin sails the Heron, which "
-     "fails to return one winter.", [0, 1, 2]),
-    ("Edrin Vale saw the Heron near the Black Reef, where Mara finds Tobin's letter about the "
-     "gold hidden in the cave beneath the lighthouse.", [3, 4, 5]),
+    (
+        "Mara Quill keeps the lighthouse on Gull Rock; her brother Tobin sails the Heron, which "
+        "fails to return one winter.",
+        [0, 1, 2],
+    ),
+    (
+        "Edrin Vale saw the Heron near the Black Reef, where Mara finds Tobin's letter about the "
+        "gold hidden in the cave beneath the lighthouse.",
+        [3, 4, 5],
+    ),
     ("Mara opens the cave with her mother's brass key and finds the gold and Tobin alive.", [6, 7]),
 ]
 STORY_CLUSTERS: list[tuple[str, list[int]]] = [
-    ("The Quill siblings: Mara the lighthouse keeper and Tobin the sailor of the Heron.", [0, 1, 6, 7]),
+    (
+        "The Quill siblings: Mara the lighthouse keeper and Tobin the sailor of the Heron.",
+        [0, 1, 6, 7],
+    ),
     ("The search: the lost ship, the Black Reef, the bottle and the letter.", [2, 3, 4, 5]),
 ]
 
@@ -274,8 +283,18 @@ def story_units(doc_id: str = "tale") -> list[_Unit]:
     """The story as units of three layers (chunk ids `<doc>:c<n>`)."""
     cid = [f"{doc_id}:c{i}" for i in range(len(STORY_CHUNKS))]
     units = [
-        _Unit(cid[i], doc_id, "veridical", t, [cid[i]], kind="chunk", order=i,
-              meta={"window": f"{doc_id}:e{next(n for n, (_, m) in enumerate(STORY_SESSIONS) if i in m)}"})
+        _Unit(
+            cid[i],
+            doc_id,
+            "veridical",
+            t,
+            [cid[i]],
+            kind="chunk",
+            order=i,
+            meta={
+                "window": f"{doc_id}:e{next(n for n, (_, m) in enumerate(STORY_SESSIONS) if i in m)}"
+            },
+        )
         for i, t in enumerate(STORY_CHUNKS)
     ]
     units += [
@@ -283,7 +302,9 @@ def story_units(doc_id: str = "tale") -> list[_Unit]:
         for n, (t, m) in enumerate(STORY_SESSIONS)
     ]
     units += [
-        _Unit(f"{doc_id}:s0.{n}", doc_id, "semantic", t, [cid[i] for i in m], kind="cluster", order=n)
+        _Unit(
+            f"{doc_id}:s0.{n}", doc_id, "semantic", t, [cid[i] for i in m], kind="cluster", order=n
+        )
         for n, (t, m) in enumerate(STORY_CLUSTERS)
     ]
     return units
@@ -307,7 +328,9 @@ class FakeRetriever:
     `(method, query, kwargs)`.
     """
 
-    def __init__(self, units: list[_Unit] | None = None, embedder: Embeddings | None = None) -> None:
+    def __init__(
+        self, units: list[_Unit] | None = None, embedder: Embeddings | None = None
+    ) -> None:
         self.units = units if units is not None else story_units()
         self.embedder = embedder or HashingEmbedder(256)
         self.store = FakeStore({u.doc_id for u in self.units})
@@ -318,26 +341,57 @@ class FakeRetriever:
         return np.asarray(self.embedder.embed_query(text))
 
     def _scope(self, layer: str, doc_ids: set[str] | None) -> list[int]:
-        return [i for i, u in enumerate(self.units) if u.layer == layer and (doc_ids is None or u.doc_id in doc_ids)]
+        return [
+            i
+            for i, u in enumerate(self.units)
+            if u.layer == layer and (doc_ids is None or u.doc_id in doc_ids)
+        ]
 
-    def signature(self, query: str, *, doc_ids: set[str] | None = None, method: str = "coverage",
-                  params: Any = None, extra_text: str = "") -> list[_SignatureUnit]:
+    def signature(
+        self,
+        query: str,
+        *,
+        doc_ids: set[str] | None = None,
+        method: str = "coverage",
+        params: Any = None,
+        extra_text: str = "",
+    ) -> list[_SignatureUnit]:
         self.calls.append(("signature", query, {"method": method, "extra_text": extra_text}))
         k = getattr(params, "k", 5)
         rows = self._scope("episodic", doc_ids)
         scores = self.vecs[rows] @ self._q(f"{query} {extra_text}".strip())
         order = [rows[j] for j in np.argsort(-scores, kind="stable")][:k]
         return [
-            _SignatureUnit(self.units[i].id, self.units[i].text, list(self.units[i].chunk_ids),
-                           gains={"total": float(self.vecs[i] @ self._q(query))}, rank=r)
+            _SignatureUnit(
+                self.units[i].id,
+                self.units[i].text,
+                list(self.units[i].chunk_ids),
+                gains={"total": float(self.vecs[i] @ self._q(query))},
+                rank=r,
+            )
             for r, i in enumerate(order)
         ]
 
-    def retrieve(self, query: str, *, signature: list[_SignatureUnit] | None = None,
-                 doc_ids: set[str] | None = None, settings: Any = None,
-                 exclude: Any = frozenset()) -> dict[str, list[_Hit]]:
-        self.calls.append(("retrieve", query, {"signature": [s.unit_id for s in signature or []],
-                                               "exclude": set(exclude), "settings": settings}))
+    def retrieve(
+        self,
+        query: str,
+        *,
+        signature: list[_SignatureUnit] | None = None,
+        doc_ids: set[str] | None = None,
+        settings: Any = None,
+        exclude: Any = frozenset(),
+    ) -> dict[str, list[_Hit]]:
+        self.calls.append(
+            (
+                "retrieve",
+                query,
+                {
+                    "signature": [s.unit_id for s in signature or []],
+                    "exclude": set(exclude),
+                    "settings": settings,
+                },
+            )
+        )
         budgets = getattr(settings, "budgets", {"veridical": 2000})
         alpha = getattr(settings, "alpha", 0.0) if signature else 0.0
         q = self._q(query)
@@ -355,8 +409,19 @@ class FakeRetriever:
                 sq = float(self.vecs[i] @ q)
                 ss = float(self.vecs[i] @ sig) if sig is not None else 0.0
                 u = self.units[i]
-                hits.append(_Hit(layer, u.id, u.doc_id, list(u.chunk_ids), u.text, sq, ss,
-                                 (1 - alpha) * sq + alpha * ss, len(u.text.split())))
+                hits.append(
+                    _Hit(
+                        layer,
+                        u.id,
+                        u.doc_id,
+                        list(u.chunk_ids),
+                        u.text,
+                        sq,
+                        ss,
+                        (1 - alpha) * sq + alpha * ss,
+                        len(u.text.split()),
+                    )
+                )
             hits.sort(key=lambda h: -h.score)
             packed, used = [], 0
             for h in hits:
@@ -391,9 +456,20 @@ class QAScript:
     text (ScriptedChatModel) or of the request (`QAScript.request` for tests/fake_openai.py).
     """
 
-    def __init__(self, answer: str = "in the cave", refuse: int = 0, confidence: float = 0.9,
-                 replies: dict[str, list[str]] | None = None, n_probes: int = 2) -> None:
-        self.answer, self.refuse, self.confidence, self.n_probes = answer, refuse, confidence, n_probes
+    def __init__(
+        self,
+        answer: str = "in the cave",
+        refuse: int = 0,
+        confidence: float = 0.9,
+        replies: dict[str, list[str]] | None = None,
+        n_probes: int = 2,
+    ) -> None:
+        self.answer, self.refuse, self.confidence, self.n_probes = (
+            answer,
+            refuse,
+            confidence,
+            n_probes,
+        )
         self.replies = {k: list(v) for k, v in (replies or {}).items()}
         self.counts: dict[str, int] = {}
         self.answered = 0
@@ -409,33 +485,62 @@ class QAScript:
             return self.replies[role].pop(0)
         if role == "encode":
             blocks = re.findall(r'<block id="(b\d+)"', prompt)
-            return json.dumps({"cues": [{"block": b, "findings": f"finding {b}"} for b in blocks],
-                               "fused": "synthesis so far" if "integrates the earlier findings" in prompt else ""})
+            return json.dumps(
+                {
+                    "cues": [{"block": b, "findings": f"finding {b}"} for b in blocks],
+                    "fused": "synthesis so far"
+                    if "integrates the earlier findings" in prompt
+                    else "",
+                }
+            )
         if role == "fuse":
             return "The notes so far point to the cave."
         if role == "probe":
             n = self.counts[role]
-            return json.dumps({"decision": "REFINE", "probes": [f"probe {n}.{i + 1}" for i in range(self.n_probes)],
-                               "next_query": "", "reason": "missing evidence"})
+            return json.dumps(
+                {
+                    "decision": "REFINE",
+                    "probes": [f"probe {n}.{i + 1}" for i in range(self.n_probes)],
+                    "next_query": "",
+                    "reason": "missing evidence",
+                }
+            )
         if role == "update":
             ready = self.counts[role] > self.refuse
             ids = re.findall(r'<summary id="([^"]+)"', prompt)[:2]
-            return json.dumps({"decision": "ANSWER" if ready else "REFINE", "next_query": "where is the gold",
-                               "signature": ids, "evidence": [{"note": "a grounded note", "ids": []}],
-                               "reason": "scripted"})
+            return json.dumps(
+                {
+                    "decision": "ANSWER" if ready else "REFINE",
+                    "next_query": "where is the gold",
+                    "signature": ids,
+                    "evidence": [{"note": "a grounded note", "ids": []}],
+                    "reason": "scripted",
+                }
+            )
         if role == "answer":
             self.answered += 1
             if self.answered <= self.refuse and self.counts.get("update", 0) <= self.refuse:
-                return json.dumps({"answer": "", "sufficient": False, "confidence": 0.1, "evidence_ids": []})
-            return json.dumps({"quote": self.quote(prompt), "answer": self.answer, "sufficient": True,
-                               "confidence": self.confidence, "evidence_ids": []})
+                return json.dumps(
+                    {"answer": "", "sufficient": False, "confidence": 0.1, "evidence_ids": []}
+                )
+            return json.dumps(
+                {
+                    "quote": self.quote(prompt),
+                    "answer": self.answer,
+                    "sufficient": True,
+                    "confidence": self.confidence,
+                    "evidence_ids": [],
+                }
+            )
         return "{}"
 
     def quote(self, prompt: str) -> str:
         """A sentence of the prompt's passages that holds a word of the answer (what a
         grounded model quotes), else the first passage sentence."""
         passages = re.findall(r'<evidence id="[^"]+">(.*?)</evidence>', prompt, re.DOTALL)
-        sentences = [s.strip() for p in passages for s in re.split(r"(?<=[.!?])\s+", p) if s.strip()]
+        sentences = [
+            s.strip() for p in passages for s in re.split(r"(?<=[.!?])\s+", p) if s.strip()
+        ]
         words = [w for w in re.findall(r"[a-z]+", self.answer.lower()) if len(w) > 3]
         for sentence in sentences:
             if any(w[:5] in sentence.lower() for w in words):

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import MISSING, dataclass, field, fields, replace
-from typing import Any, Literal
+from functools import cache
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from mindscape.presets import PRESET_NAMES, get_preset
 
@@ -40,7 +41,7 @@ _DEFAULTS: dict[str, Any] = {
     "answer_with_signature": True,
     "answer_with_evidence": True,
     "max_tokens": 8000,
-    "llm_passage_tokens": 1500,
+    "llm_passage_tokens": 1000,
 }
 """Values for preset-decided fields that a preset leaves out."""
 
@@ -198,13 +199,14 @@ class Context:
         default=None, metadata=_d("The answerer sees the evidence memory (cues, fused cue).")
     )
     answer_budget: int = field(
-        default=6000, metadata=_d("Tokens of passages handed to the answerer (before llm_passage_tokens).")
+        default=6000,
+        metadata=_d("Tokens of passages handed to the answerer (before llm_passage_tokens)."),
     )
     llm_passage_tokens: int | None = field(
         default=None,
         metadata=_d(
             "Tokens of passages in one LLM prompt (answer, update; split among encode blocks; "
-            "half for Self-Probe): the main input cost with a small local model (1500; "
+            "half for Self-Probe): the main input cost with a small local model (1000; "
             "comorag: 6000). Raise it for a large endpoint."
         ),
     )
@@ -235,6 +237,12 @@ class Context:
 
     def __post_init__(self) -> None:
         get_preset(self.preset)  # raises on an unknown name
+        for name, allowed in _literal_fields().items():
+            value = getattr(self, name)
+            if value is not None and value not in allowed:
+                raise ValueError(
+                    f"{name} must be one of {', '.join(map(str, allowed))}; got {value!r}"
+                )
         if self.alpha is not None and not 0.0 <= self.alpha <= 1.0:
             raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
         if self.budgets is not None:
@@ -277,6 +285,19 @@ class Context:
     def as_dict(self) -> dict[str, Any]:
         """Plain-data view (what Studio shows)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@cache
+def _literal_fields() -> dict[str, tuple[Any, ...]]:
+    """The allowed values of each ``Literal`` field (``None`` aside)."""
+    hints = get_type_hints(Context)
+    out: dict[str, tuple[Any, ...]] = {}
+    for name, hint in hints.items():
+        args = get_args(hint) if get_origin(hint) is not Literal else (hint,)
+        literals = [a for a in args if get_origin(a) is Literal]
+        if literals:
+            out[name] = tuple(v for lit in literals for v in get_args(lit))
+    return out
 
 
 def ctx_of(runtime: Any) -> Context:

@@ -200,6 +200,10 @@ class QAInput(TypedDict):
     """Multiple-choice options, in letter order A, B, C, ..."""
 
 
+INPUT_KEYS: tuple[str, ...] = tuple(QAInput.__annotations__)
+"""The keys of a question (derived from :class:`QAInput`)."""
+
+
 class QAOutput(TypedDict):
     """The result of a question."""
 

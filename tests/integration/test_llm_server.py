@@ -27,7 +27,6 @@ from tests.fakes import DictCache
 pytestmark = pytest.mark.integration
 
 
-
 class Answer(BaseModel):
     answer: str
     confidence: float

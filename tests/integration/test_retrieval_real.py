@@ -21,7 +21,11 @@ from tests.conftest import BENCH
 
 pytestmark = pytest.mark.integration
 
-STORIES = ("ftqa-the-king-of-the-ants", "ftqa-the-lady-of-the-moon", "ftqa-why-dog-and-cat-are-enemies")
+STORIES = (
+    "ftqa-the-king-of-the-ants",
+    "ftqa-the-lady-of-the-moon",
+    "ftqa-why-dog-and-cat-are-enemies",
+)
 ASKED = "ftqa-the-king-of-the-ants"
 
 
@@ -55,13 +59,24 @@ def setup(tmp_path_factory, one_thread):
     return store, emb, questions, path
 
 
-def recall10(retriever: Retriever, questions, *, method: str | None, settings: RetrievalSettings) -> float:
-    spans = {u.id: (u.meta["char_start"], u.meta["char_end"]) for u in retriever.store.view("veridical").units}
+def recall10(
+    retriever: Retriever, questions, *, method: str | None, settings: RetrievalSettings
+) -> float:
+    spans = {
+        u.id: (u.meta["char_start"], u.meta["char_end"])
+        for u in retriever.store.view("veridical").units
+    }
     vals = []
     for q in questions:
         sig = retriever.signature(q.question, method=method) if method else None
         hits = retriever.rank_chunks(q.question, signature=sig, settings=settings, k=10)
-        vals.append(recall_at_k([spans[h.unit_id] if h.doc_id == q.doc_id else (0, 0) for h in hits], gold_spans(q), 10))
+        vals.append(
+            recall_at_k(
+                [spans[h.unit_id] if h.doc_id == q.doc_id else (0, 0) for h in hits],
+                gold_spans(q),
+                10,
+            )
+        )
     return sum(vals) / len(vals)
 
 
@@ -70,7 +85,9 @@ def test_signature_finds_the_story_and_conditioned_retrieval_recalls_evidence(se
     r = Retriever(store, emb)
     in_story = [r.signature(q.question)[0].unit_id.startswith(ASKED + ":") for q in questions]
     assert sum(in_story) / len(in_story) >= 0.8
-    naive = recall10(r, questions, method=None, settings=RetrievalSettings(chunk_mode="dense", alpha=0.0))
+    naive = recall10(
+        r, questions, method=None, settings=RetrievalSettings(chunk_mode="dense", alpha=0.0)
+    )
     mia = recall10(r, questions, method="coverage", settings=RetrievalSettings())
     assert naive >= 0.6
     assert mia >= naive - 0.02
@@ -83,7 +100,9 @@ def test_tri_layer_retrieve_packs_real_token_budgets(setup):
     q = questions[0].question
     sig = r.signature(q)
     assert 1 <= len(sig) <= DEFAULT_SIGNATURE_PARAMS.k
-    st = RetrievalSettings(budgets={"veridical": 600, "semantic": 300, "episodic": 300, "outline": 300})
+    st = RetrievalSettings(
+        budgets={"veridical": 600, "semantic": 300, "episodic": 300, "outline": 300}
+    )
     out = r.retrieve(q, signature=sig, settings=st)
     for layer in LAYERS:
         assert out[layer], layer

@@ -141,7 +141,8 @@ def test_deps_are_lazy_and_injected_objects_win(
     assert injected.backend(Context().resolved()) == "extractive"
     assert Deps(chat=ScriptedChatModel()).backend(Context().resolved()) == "llm"
     assert (
-        Deps(chat=ScriptedChatModel()).backend(Context(backend="extractive").resolved()) == "extractive"
+        Deps(chat=ScriptedChatModel()).backend(Context(backend="extractive").resolved())
+        == "extractive"
     )
     monkeypatch.setenv("MINDSCAPE_LLM_BACKEND", "openai")
     assert Deps().backend(Context().resolved()) == "llm"
@@ -153,3 +154,24 @@ def test_series_scope_reaches_the_retriever() -> None:
     assert doc_scope({"question": "q", "doc_ids": ["a", "b"], "doc_id": "c"}) == {"a", "b"}
     assert doc_scope({"question": "q", "doc_id": "c"}) == {"c"}
     assert doc_scope({"question": "q"}) is None
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [("chunk_mode", "dens"), ("backend", "offline"), ("encode", "batch"), ("gate", "series")],
+)
+def test_every_literal_field_is_validated(field: str, value: str) -> None:
+    with pytest.raises(ValueError, match=f"{field} must be one of"):
+        Context(**{field: value})
+
+
+def test_input_keys_follow_the_input_schema() -> None:
+    from mindscape.graphs import embed, qa
+    from mindscape.state import INPUT_KEYS, QAInput
+
+    assert (
+        INPUT_KEYS
+        == tuple(QAInput.__annotations__)
+        == ("question", "doc_id", "doc_ids", "task", "options")
+    )
+    assert qa.INPUT_KEYS is embed.INPUT_KEYS is INPUT_KEYS

@@ -45,10 +45,21 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def _question(qid: str, split: str, doc_id: str, **extra: Any) -> dict[str, Any]:
-    row = {"qid": qid, "dataset": "toy", "split": split, "doc_id": doc_id, "task": "open_qa",
-           "question": f"Question {qid}?", "answers": ["secret answer"], "options": None,
-           "answer_index": None, "label": None, "evidence": None, "qtype": None,
-           "meta": {"alternative_answers": ["another secret"]}}
+    row = {
+        "qid": qid,
+        "dataset": "toy",
+        "split": split,
+        "doc_id": doc_id,
+        "task": "open_qa",
+        "question": f"Question {qid}?",
+        "answers": ["secret answer"],
+        "options": None,
+        "answer_index": None,
+        "label": None,
+        "evidence": None,
+        "qtype": None,
+        "meta": {"alternative_answers": ["another secret"]},
+    }
     row.update(extra)
     return row
 
@@ -56,17 +67,40 @@ def _question(qid: str, split: str, doc_id: str, **extra: Any) -> dict[str, Any]
 @pytest.fixture
 def tiny_bench(tmp_path: Path) -> Path:
     """A bench with one dataset 'toy': doc d1 (dev, 2 questions), d2 and d3 (test, 1 each)."""
-    manifest = {"version": "toy", "datasets": {"toy": {"splits": {
-        "dev": {"documents": 1, "questions": 2}, "test": {"documents": 2, "questions": 2}}}}}
+    manifest = {
+        "version": "toy",
+        "datasets": {
+            "toy": {
+                "splits": {
+                    "dev": {"documents": 1, "questions": 2},
+                    "test": {"documents": 2, "questions": 2},
+                }
+            }
+        },
+    }
     (tmp_path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    docs = [{"doc_id": d, "dataset": "toy", "split": s, "title": f"T{d}", "author": None,
-             "text": f"text of {d}", "approx_tokens": 3, "meta": {"summary": "plot summary"}}
-            for d, s in [("d1", "dev"), ("d2", "test"), ("d3", "test")]]
+    docs = [
+        {
+            "doc_id": d,
+            "dataset": "toy",
+            "split": s,
+            "title": f"T{d}",
+            "author": None,
+            "text": f"text of {d}",
+            "approx_tokens": 3,
+            "meta": {"summary": "plot summary"},
+        }
+        for d, s in [("d1", "dev"), ("d2", "test"), ("d3", "test")]
+    ]
     _write_jsonl(tmp_path / "toy" / "documents.jsonl", docs)
     questions = [
         _question("q1", "dev", "d1"),
-        _question("q2", "dev", "d1", evidence=[{"section_id": "1", "char_start": 0,
-                                                "char_end": 4, "text": "text"}]),
+        _question(
+            "q2",
+            "dev",
+            "d1",
+            evidence=[{"section_id": "1", "char_start": 0, "char_end": 4, "text": "text"}],
+        ),
         _question("q3", "test", "d2"),
         _question("q4", "test", "d3"),
     ]
@@ -89,14 +123,23 @@ def test_tiny_bench_loads_and_filters(tiny_bench: Path) -> None:
 
 def test_tiny_bench_fields(tiny_bench: Path) -> None:
     doc = load_documents(tiny_bench, "toy", doc_ids=["d1"])[0]
-    assert (doc.title, doc.text, doc.split, doc.meta["summary"]) == ("Td1", "text of d1", "dev",
-                                                                      "plot summary")
+    assert (doc.title, doc.text, doc.split, doc.meta["summary"]) == (
+        "Td1",
+        "text of d1",
+        "dev",
+        "plot summary",
+    )
     assert system_document_view(doc) == {"doc_id": "d1", "title": "Td1", "text": "text of d1"}
     q2 = load_questions(tiny_bench, "toy", split="dev")[1]
     assert q2.answers == ["secret answer"]
     assert gold_spans(q2) == [(0, 4)]
-    assert system_view(q2) == {"qid": "q2", "doc_id": "d1", "task": "open",
-                               "question": "Question q2?", "options": None}
+    assert system_view(q2) == {
+        "qid": "q2",
+        "doc_id": "d1",
+        "task": "open",
+        "question": "Question q2?",
+        "options": None,
+    }
 
 
 def test_missing_bench_dir(tmp_path: Path) -> None:
@@ -124,9 +167,11 @@ def test_unknown_dataset_and_split(tiny_bench: Path) -> None:
 
 
 def test_error_messages_are_one_line(tmp_path: Path, tiny_bench: Path) -> None:
-    for call in (lambda: load_questions(tmp_path / "x", "toy"),
-                 lambda: load_questions(tiny_bench, "nope"),
-                 lambda: load_questions(tiny_bench, "toy", split="train")):
+    for call in (
+        lambda: load_questions(tmp_path / "x", "toy"),
+        lambda: load_questions(tiny_bench, "nope"),
+        lambda: load_questions(tiny_bench, "toy", split="train"),
+    ):
         with pytest.raises(BenchError) as info:
             call()
         assert "\n" not in str(info.value)
@@ -167,8 +212,13 @@ def all_questions() -> dict[str, list[BenchQuestion]]:
 def test_list_datasets_matches_manifest() -> None:
     names = list_datasets(REAL_BENCH)
     assert names == list(_manifest()["datasets"])
-    assert {"narrativeqa_lit", "nocha_sample", "quality_leval", "sfiction_leval",
-            "fairytaleqa"} <= set(names)
+    assert {
+        "narrativeqa_lit",
+        "nocha_sample",
+        "quality_leval",
+        "sfiction_leval",
+        "fairytaleqa",
+    } <= set(names)
 
 
 @needs_bench
@@ -177,10 +227,12 @@ def test_counts_match_manifest(dataset: str, all_questions: dict[str, list[Bench
     splits = _manifest()["datasets"][dataset]["splits"]
     questions = all_questions[dataset]
     assert Counter(q.split for q in questions) == Counter(
-        {s: c["questions"] for s, c in splits.items() if c["questions"]})
+        {s: c["questions"] for s, c in splits.items() if c["questions"]}
+    )
     documents = load_documents(REAL_BENCH, dataset)
     assert Counter(d.split for d in documents) == Counter(
-        {s: c["documents"] for s, c in splits.items() if c["documents"]})
+        {s: c["documents"] for s, c in splits.items() if c["documents"]}
+    )
     # every question points at a document of the same split
     split_of = {d.doc_id: d.split for d in documents}
     assert all(split_of[q.doc_id] == q.split for q in questions)
@@ -201,7 +253,9 @@ def test_split_filtering(dataset: str) -> None:
 
 @needs_bench
 def test_load_documents_by_id_on_the_big_file() -> None:
-    dev_ids = [q.doc_id for q in load_questions(REAL_BENCH, "narrativeqa_lit", split="dev", limit=1)]
+    dev_ids = [
+        q.doc_id for q in load_questions(REAL_BENCH, "narrativeqa_lit", split="dev", limit=1)
+    ]
     documents = load_documents(REAL_BENCH, "narrativeqa_lit", doc_ids=dev_ids)
     assert [d.doc_id for d in documents] == dev_ids
     assert documents[0].split == "dev" and len(documents[0].text) > 10_000
@@ -212,7 +266,8 @@ def _sensitive_strings(question: BenchQuestion) -> list[str]:
     """Gold and annotator strings of a question that must not appear in its system view."""
     found: list[str] = []
     for value in [*(ev.get("text") for ev in question.evidence or [])] + [
-            question.meta.get(name) for name in ANNOTATOR_META_FIELDS]:
+        question.meta.get(name) for name in ANNOTATOR_META_FIELDS
+    ]:
         values = value if isinstance(value, list) else [value]
         found += [v for v in values if isinstance(v, str) and len(v) >= 12]
     return found
@@ -220,7 +275,9 @@ def _sensitive_strings(question: BenchQuestion) -> list[str]:
 
 @needs_bench
 @pytest.mark.parametrize("dataset", _real_datasets())
-def test_system_view_never_leaks(dataset: str, all_questions: dict[str, list[BenchQuestion]]) -> None:
+def test_system_view_never_leaks(
+    dataset: str, all_questions: dict[str, list[BenchQuestion]]
+) -> None:
     questions = all_questions[dataset]
     assert questions
     for q in questions:

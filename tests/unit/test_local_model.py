@@ -212,3 +212,31 @@ def test_no_orphan_server_when_the_parent_is_stopped(how: signal.Signals) -> Non
         assert _gone(child), f"server {child} outlived its parent ({how.name})"
     finally:
         parent.kill()
+
+
+def test_model_status_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from mindscape.cli import main
+
+    monkeypatch.setenv("MINDSCAPE_CACHE", str(tmp_path))
+    monkeypatch.delenv("MINDSCAPE_LOCAL_MODEL", raising=False)
+    monkeypatch.setenv("MINDSCAPE_LLM_BACKEND", "auto")
+    assert main(["model", "status", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["installed"] is False and info["auto_resolves_to"] == "extractive"
+    assert info["default_path"].startswith(str(tmp_path)) and "make model" in info["notice"]
+
+
+def test_local_backend_without_the_model_is_a_one_line_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mindscape.cli import main
+
+    monkeypatch.setenv("MINDSCAPE_CACHE", str(tmp_path))
+    monkeypatch.delenv("MINDSCAPE_LOCAL_MODEL", raising=False)
+    assert main(["model", "serve"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "make model" in err[0]

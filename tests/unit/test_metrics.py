@@ -100,10 +100,21 @@ OPTIONS = ["A dog barks", "Cats purr", "Birds sing", "None of them"]
 @pytest.mark.parametrize(
     ("pred", "expected"),
     [
-        ("B", 1), ("b", 1), ("(B)", 1), ("[B]", 1), ("B.", 1), (" ( C ) ", 2),
-        ("B) Cats purr", 1), ("D. None of them", 3), ("(C) birds", 2), ("[D] none", 3),
-        ("The answer is (C)", 2), ("Answer: D", 3), ("answer is B.", 1),
-        ("Cats purr", 1), ("cats purr.", 1),
+        ("B", 1),
+        ("b", 1),
+        ("(B)", 1),
+        ("[B]", 1),
+        ("B.", 1),
+        (" ( C ) ", 2),
+        ("B) Cats purr", 1),
+        ("D. None of them", 3),
+        ("(C) birds", 2),
+        ("[D] none", 3),
+        ("The answer is (C)", 2),
+        ("Answer: D", 3),
+        ("answer is B.", 1),
+        ("Cats purr", 1),
+        ("cats purr.", 1),
         ("A dog barks", 0),  # option text starting with "A " is the option, not a letter
         ("A", 0),
         (2, 2),
@@ -114,7 +125,8 @@ def test_parse_choice_accepts_common_forms(pred: str | int, expected: int) -> No
 
 
 @pytest.mark.parametrize(
-    "pred", ["E", "(F)", "the answer is a dog", "Answer is Bob", "", "   ", None, "I am not sure", 7]
+    "pred",
+    ["E", "(F)", "the answer is a dog", "Answer is Bob", "", "   ", None, "I am not sure", 7],
 )
 def test_parse_choice_rejects_unreadable(pred: str | int | None) -> None:
     assert parse_choice(pred, OPTIONS) is None
@@ -142,9 +154,23 @@ def test_choice_accuracy_bad_gold_raises() -> None:
 
 @pytest.mark.parametrize(
     ("pred", "expected"),
-    [("TRUE", True), ("true", True), ("Yes", True), ("True.", True), ("**yes**", True),
-     ("FALSE", False), ("false", False), ("NO", False), ("(False)", False), (True, True),
-     ("maybe", None), ("true, because she left", None), ("", None), (None, None), (1, None)],
+    [
+        ("TRUE", True),
+        ("true", True),
+        ("Yes", True),
+        ("True.", True),
+        ("**yes**", True),
+        ("FALSE", False),
+        ("false", False),
+        ("NO", False),
+        ("(False)", False),
+        (True, True),
+        ("maybe", None),
+        ("true, because she left", None),
+        ("", None),
+        (None, None),
+        (1, None),
+    ],
 )
 def test_parse_claim(pred: object, expected: bool | None) -> None:
     assert parse_claim(pred) is expected
@@ -163,10 +189,14 @@ def test_claim_correct() -> None:
 
 def test_nocha_pair_accuracy_needs_every_claim_of_a_pair() -> None:
     records = [
-        {"pair_index": 1, "correct": True}, {"pair_index": 1, "correct": True},
-        {"pair_index": 2, "correct": True}, {"pair_index": 2, "correct": False},
-        {"pair_index": 3, "correct": False}, {"pair_index": 3, "correct": False},
-        {"pair_index": 4, "correct": True}, {"pair_index": 4, "correct": True},
+        {"pair_index": 1, "correct": True},
+        {"pair_index": 1, "correct": True},
+        {"pair_index": 2, "correct": True},
+        {"pair_index": 2, "correct": False},
+        {"pair_index": 3, "correct": False},
+        {"pair_index": 3, "correct": False},
+        {"pair_index": 4, "correct": True},
+        {"pair_index": 4, "correct": True},
     ]
     assert nocha_pair_accuracy(records) == (0.5, 4)
     # per-claim accuracy would be 5/8; pair accuracy is stricter

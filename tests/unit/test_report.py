@@ -24,39 +24,82 @@ from mindscape.eval.report import (
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def _record(preset: str, qid: str, dataset: str, task: str, metrics: dict[str, float],
-            calls: int, **extra: Any) -> dict[str, Any]:
-    return {"preset": preset, "qid": qid, "dataset": dataset, "task": task, "metrics": metrics,
-            "llm_calls": calls, "tokens_in": 1000 * calls, "tokens_out": 10 * calls,
-            "latency_s": 0.5 * calls, **extra}
+def _record(
+    preset: str,
+    qid: str,
+    dataset: str,
+    task: str,
+    metrics: dict[str, float],
+    calls: int,
+    **extra: Any,
+) -> dict[str, Any]:
+    return {
+        "preset": preset,
+        "qid": qid,
+        "dataset": dataset,
+        "task": task,
+        "metrics": metrics,
+        "llm_calls": calls,
+        "tokens_in": 1000 * calls,
+        "tokens_out": 10 * calls,
+        "latency_s": 0.5 * calls,
+        **extra,
+    }
 
 
 def synthetic_records() -> list[dict[str, Any]]:
     """Two presets on an open-QA set with Recall@k, and on a NoCha-like claim set."""
     records = []
     f1 = {"baseline": [1.0, 0.0, 0.5, 0.5], "full": [1.0, 1.0, 0.5, 0.5]}
-    recall = {"baseline": [{"1": 0.0, "5": 1.0}, {"1": 0.0, "5": 0.0}, {"1": 1.0, "5": 1.0},
-                           {"1": 0.0, "5": 1.0}],
-              "full": [{"1": 1.0, "5": 1.0}] * 4}
+    recall = {
+        "baseline": [
+            {"1": 0.0, "5": 1.0},
+            {"1": 0.0, "5": 0.0},
+            {"1": 1.0, "5": 1.0},
+            {"1": 0.0, "5": 1.0},
+        ],
+        "full": [{"1": 1.0, "5": 1.0}] * 4,
+    }
     for preset, calls in (("baseline", 1), ("full", 4)):
         for i, value in enumerate(f1[preset]):
-            records.append(_record(preset, f"ftqa-q{i}", "fairytaleqa", "open_qa",
-                                   {"token_f1": value, "rouge_l": value / 2}, calls,
-                                   recall_at_k=recall[preset][i]))
+            records.append(
+                _record(
+                    preset,
+                    f"ftqa-q{i}",
+                    "fairytaleqa",
+                    "open_qa",
+                    {"token_f1": value, "rouge_l": value / 2},
+                    calls,
+                    recall_at_k=recall[preset][i],
+                )
+            )
     # claims: pairs 1..3; baseline gets pair 1 right only; full gets pairs 1 and 2 right
-    claims = {"baseline": [True, True, True, False, False, True],
-              "full": [True, True, True, True, False, True]}
+    claims = {
+        "baseline": [True, True, True, False, False, True],
+        "full": [True, True, True, True, False, True],
+    }
     for preset, calls in (("baseline", 1), ("full", 4)):
         for i, correct in enumerate(claims[preset]):
-            records.append(_record(preset, f"nocha-q{i}", "nocha_sample", "claim_verification",
-                                   {"accuracy": float(correct)}, calls,
-                                   pair_index=1 + i // 2, correct=correct))
+            records.append(
+                _record(
+                    preset,
+                    f"nocha-q{i}",
+                    "nocha_sample",
+                    "claim_verification",
+                    {"accuracy": float(correct)},
+                    calls,
+                    pair_index=1 + i // 2,
+                    correct=correct,
+                )
+            )
     return records
 
 
-PROVENANCE = Provenance(command="mindscape eval --presets baseline,full",
-                        code_version="abc1234-dirty",
-                        settings={"model": "toy", "k": [1, 5], "seed": 0})
+PROVENANCE = Provenance(
+    command="mindscape eval --presets baseline,full",
+    code_version="abc1234-dirty",
+    settings={"model": "toy", "k": [1, 5], "seed": 0},
+)
 
 
 def _group(report: dict[str, Any], preset: str, dataset: str) -> dict[str, Any]:
@@ -98,12 +141,19 @@ def test_build_report_means_pairs_recall_and_cost() -> None:
     assert primary_metric(full_ft) == "token_f1"
 
 
-
 def test_build_report_is_deterministic_and_skips_missing_values() -> None:
     records = synthetic_records()
     assert build_report(records, PROVENANCE) == build_report(records, PROVENANCE)
-    records.append(_record("baseline", "ftqa-q9", "fairytaleqa", "open_qa",
-                           {"token_f1": None, "rouge_l": float("nan")}, 1))
+    records.append(
+        _record(
+            "baseline",
+            "ftqa-q9",
+            "fairytaleqa",
+            "open_qa",
+            {"token_f1": None, "rouge_l": float("nan")},
+            1,
+        )
+    )
     group = _group(build_report(records, PROVENANCE), "baseline", "fairytaleqa")
     assert group["n"] == 5
     assert group["metrics"]["token_f1"]["n"] == 4
@@ -111,17 +161,26 @@ def test_build_report_is_deterministic_and_skips_missing_values() -> None:
 
 
 def test_pair_accuracy_falls_back_to_accuracy_metric() -> None:
-    records = [_record("p", f"q{i}", "nocha_sample", "claim_verification",
-                       {"accuracy": ok}, 1, pair_index=i // 2)
-               for i, ok in enumerate([1.0, 1.0, 1.0, 0.0])]
+    records = [
+        _record(
+            "p",
+            f"q{i}",
+            "nocha_sample",
+            "claim_verification",
+            {"accuracy": ok},
+            1,
+            pair_index=i // 2,
+        )
+        for i, ok in enumerate([1.0, 1.0, 1.0, 0.0])
+    ]
     group = build_report(records, PROVENANCE)["groups"][0]
     assert group["metrics"]["pair_accuracy"]["mean"] == pytest.approx(0.5)
 
 
 def test_json_safe() -> None:
-    assert json_safe({"a": math.nan, "b": [1.5, math.inf], 3: np.float64(0.25),
-                      "n": np.int64(7), "p": Path("x")}) == {
-        "a": None, "b": [1.5, None], "3": 0.25, "n": 7, "p": "x"}
+    assert json_safe(
+        {"a": math.nan, "b": [1.5, math.inf], 3: np.float64(0.25), "n": np.int64(7), "p": Path("x")}
+    ) == {"a": None, "b": [1.5, None], "3": 0.25, "n": 7, "p": "x"}
 
 
 def test_markdown_table_escapes_pipes() -> None:
@@ -135,9 +194,11 @@ def test_write_report_files(tmp_path: Path) -> None:
 
     data = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert written["json"] == out / "report.json"
-    assert data["provenance"] == {"command": "mindscape eval --presets baseline,full",
-                                  "code_version": "abc1234-dirty",
-                                  "settings": {"model": "toy", "k": [1, 5], "seed": 0}}
+    assert data["provenance"] == {
+        "command": "mindscape eval --presets baseline,full",
+        "code_version": "abc1234-dirty",
+        "settings": {"model": "toy", "k": [1, 5], "seed": 0},
+    }
     assert data["ci"]["level"] == pytest.approx(0.95)
     group = _group(data, "full", "nocha_sample")
     assert group["metrics"]["pair_accuracy"]["mean"] == pytest.approx(2 / 3)
@@ -155,8 +216,12 @@ def test_write_report_files(tmp_path: Path) -> None:
     assert "abc1234-dirty" in markdown and "mindscape eval --presets baseline,full" in markdown
 
     names = sorted(p.name for p in written["plots"])
-    assert names == ["metrics_fairytaleqa.png", "metrics_nocha_sample.png",
-                     "quality_vs_calls.png", "recall_at_k_fairytaleqa.png"]
+    assert names == [
+        "metrics_fairytaleqa.png",
+        "metrics_nocha_sample.png",
+        "quality_vs_calls.png",
+        "recall_at_k_fairytaleqa.png",
+    ]
     for path in written["plots"]:
         content = path.read_bytes()
         assert content.startswith(PNG_MAGIC) and len(content) > 1000

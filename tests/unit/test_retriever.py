@@ -23,7 +23,9 @@ from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS
 from mindscape.tokens import default_counter
 
-STOP = frozenset("a an the and of to in was he she it his her they them their on at with for as had by that is".split())
+STOP = frozenset(
+    "a an the and of to in was he she it his her they them their on at with for as had by that is".split()
+)
 
 
 class BagOfWords(Embeddings):
@@ -66,9 +68,15 @@ def story(name: str, topics: list[str]) -> str:
 
 
 DOCS = {
-    "alpha": story("Mara", ["river", "mill", "forest", "bridge", "tower", "garden", "harbor", "chapel"]),
-    "beta": story("Tobin", ["desert", "well", "market", "palace", "caravan", "oasis", "temple", "dune"]),
-    "gamma": story("Ilse", ["glacier", "cabin", "lake", "mine", "pass", "village", "river", "summit"]),
+    "alpha": story(
+        "Mara", ["river", "mill", "forest", "bridge", "tower", "garden", "harbor", "chapel"]
+    ),
+    "beta": story(
+        "Tobin", ["desert", "well", "market", "palace", "caravan", "oasis", "temple", "dune"]
+    ),
+    "gamma": story(
+        "Ilse", ["glacier", "cabin", "lake", "mine", "pass", "village", "river", "summit"]
+    ),
 }
 CONFIG = IndexConfig(chunk_size=40, chunk_overlap=0, window=3, summary_tokens=40, core_tokens=30)
 
@@ -144,7 +152,9 @@ def test_alpha_zero_reproduces_query_only_ranking_exactly(retriever, mode):
     assert ids(with_sig) == ids(plain)
     assert [h.score for h in with_sig] == [h.score_query for h in plain]
     # hybrid mode at α=0 is the hybrid query-only ranking
-    hy = retriever.rank_chunks(q, signature=sig, settings=dataclasses.replace(st, chunk_mode="hybrid"), k=25)
+    hy = retriever.rank_chunks(
+        q, signature=sig, settings=dataclasses.replace(st, chunk_mode="hybrid"), k=25
+    )
     assert ids(hy) == ids(retriever.candidates(q, k0=25, activation="hybrid"))
 
 
@@ -187,7 +197,9 @@ def test_signature_units_are_sessions_with_their_gains(retriever, built):
         assert set(s.gains) == {"query", "coverage", "diversity", "total"}
         p = DEFAULT_SIGNATURE_PARAMS
         assert s.gains["total"] == pytest.approx(
-            p.lambda_q * s.gains["query"] + p.lambda_c * s.gains["coverage"] + p.lambda_d * s.gains["diversity"]
+            p.lambda_q * s.gains["query"]
+            + p.lambda_c * s.gains["coverage"]
+            + p.lambda_d * s.gains["diversity"]
         )
     assert sig[0].unit_id.startswith("beta:")
 
@@ -211,7 +223,9 @@ def test_first_k_takes_sessions_of_top_chunks_in_rank_order(retriever, built):
 
 def test_first_k_hand_case_one_chunk_one_session(retriever):
     # The words of one paragraph only: the top chunk, hence the first session, is that paragraph's.
-    sig = retriever.signature("Tobin caravan", method="first-k", params=dataclasses.replace(DEFAULT_SIGNATURE_PARAMS, k=1))
+    sig = retriever.signature(
+        "Tobin caravan", method="first-k", params=dataclasses.replace(DEFAULT_SIGNATURE_PARAMS, k=1)
+    )
     assert len(sig) == 1
     top = retriever.candidates("Tobin caravan", k0=1, activation="dense")[0]
     assert "caravan" in top.text
@@ -233,7 +247,11 @@ def test_signature_uses_index_vectors_not_the_model(built):
     before_docs, before_q = emb.documents_calls, emb.query_calls
     for method in ("coverage", "first-k"):
         for match in ("summary", "members", "window"):
-            r.signature("mill river", method=method, params=dataclasses.replace(DEFAULT_SIGNATURE_PARAMS, match=match))
+            r.signature(
+                "mill river",
+                method=method,
+                params=dataclasses.replace(DEFAULT_SIGNATURE_PARAMS, match=match),
+            )
     assert emb.documents_calls == before_docs  # summaries are never re-embedded
     assert emb.query_calls == before_q + 1  # the query once (then cached)
 
@@ -265,7 +283,9 @@ def test_signature_options_and_errors(retriever):
 def test_extra_text_moves_the_signature(retriever):
     base = retriever.signature("stone", params=dataclasses.replace(DEFAULT_SIGNATURE_PARAMS, k=1))
     moved = retriever.signature(
-        "stone", extra_text="Ilse glacier glacier", params=dataclasses.replace(DEFAULT_SIGNATURE_PARAMS, k=1)
+        "stone",
+        extra_text="Ilse glacier glacier",
+        params=dataclasses.replace(DEFAULT_SIGNATURE_PARAMS, k=1),
     )
     assert moved[0].unit_id.startswith("gamma:")
     assert base  # the plain query still yields a signature
@@ -279,7 +299,12 @@ def test_extra_text_moves_the_signature(retriever):
 def test_budgets_are_never_exceeded(retriever, chunk_mode, budget):
     st = RetrievalSettings(
         chunk_mode=chunk_mode,
-        budgets={"veridical": budget, "semantic": budget // 2, "episodic": budget, "outline": budget},
+        budgets={
+            "veridical": budget,
+            "semantic": budget // 2,
+            "episodic": budget,
+            "outline": budget,
+        },
         fusion_layers=("veridical", "outline", "semantic"),
     )
     q = "What did the people say about the harbor?"
@@ -306,7 +331,8 @@ def test_layers_are_switchable(retriever):
 @pytest.mark.parametrize("chunk_mode", ["dense", "hybrid", "late-fusion"])
 def test_pool_exclusion_holds(retriever, chunk_mode):
     st = RetrievalSettings(
-        chunk_mode=chunk_mode, budgets={"veridical": 200, "semantic": 200, "episodic": 200, "outline": 200}
+        chunk_mode=chunk_mode,
+        budgets={"veridical": 200, "semantic": 200, "episodic": 200, "outline": 200},
     )
     q = "Who found a stone near the well?"
     sig = retriever.signature(q)
@@ -325,8 +351,13 @@ def test_pool_exclusion_holds(retriever, chunk_mode):
 def test_hits_carry_layer_ids_text_and_scores(retriever, built):
     store, _ = built
     q = "market palace"
-    out = retriever.retrieve(q, signature=retriever.signature(q), settings=RetrievalSettings(
-        budgets={"veridical": 300, "semantic": 300, "episodic": 300, "outline": 300}))
+    out = retriever.retrieve(
+        q,
+        signature=retriever.signature(q),
+        settings=RetrievalSettings(
+            budgets={"veridical": 300, "semantic": 300, "episodic": 300, "outline": 300}
+        ),
+    )
     chunk_ids = {u.id for u in store.view("veridical").units}
     for layer, hits in out.items():
         for h in hits:
@@ -340,7 +371,10 @@ def test_hits_carry_layer_ids_text_and_scores(retriever, built):
 
 
 def test_narrative_order(retriever):
-    st = RetrievalSettings(narrative_order=True, budgets={"veridical": 400, "semantic": 0, "episodic": 400, "outline": 0})
+    st = RetrievalSettings(
+        narrative_order=True,
+        budgets={"veridical": 400, "semantic": 0, "episodic": 400, "outline": 0},
+    )
     out = retriever.retrieve("river", settings=st)
     for layer in ("veridical", "episodic"):
         keys = [(h.doc_id, h.meta["order"]) for h in out[layer]]
@@ -348,9 +382,15 @@ def test_narrative_order(retriever):
 
 
 def test_doc_scope_restricts_every_layer(retriever):
-    st = RetrievalSettings(budgets={"veridical": 300, "semantic": 300, "episodic": 300, "outline": 300})
-    out = retriever.retrieve("river stone", doc_ids={"gamma"}, settings=st,
-                             signature=retriever.signature("river stone", doc_ids={"gamma"}))
+    st = RetrievalSettings(
+        budgets={"veridical": 300, "semantic": 300, "episodic": 300, "outline": 300}
+    )
+    out = retriever.retrieve(
+        "river stone",
+        doc_ids={"gamma"},
+        settings=st,
+        signature=retriever.signature("river stone", doc_ids={"gamma"}),
+    )
     assert all(h.doc_id == "gamma" for hits in out.values() for h in hits)
     assert all(h.doc_id == "gamma" for h in retriever.rank_chunks("river", doc_ids={"gamma"}, k=50))
 
@@ -367,26 +407,42 @@ def test_late_fusion_maps_outline_hits_to_chunks_and_dedupes(retriever):
     assert any("outline" in s for s in sources)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     # a strict threshold removes near-duplicates (identical bag-of-words chunks would collapse)
-    loose = retriever.rank_chunks("caravan oasis", settings=dataclasses.replace(st, dedupe_threshold=0.5), k=15)
+    loose = retriever.rank_chunks(
+        "caravan oasis", settings=dataclasses.replace(st, dedupe_threshold=0.5), k=15
+    )
     assert len(loose) <= len(hits)
 
 
 def test_hybrid_weight_zero_is_dense_order(retriever):
     q = "Ilse walked to the mine"
     st = RetrievalSettings(chunk_mode="hybrid", hybrid_weight=0.0, alpha=0.0)
-    assert ids(retriever.rank_chunks(q, settings=st, k=10)) == ids(retriever.candidates(q, k0=10, activation="dense"))
+    assert ids(retriever.rank_chunks(q, settings=st, k=10)) == ids(
+        retriever.candidates(q, k0=10, activation="dense")
+    )
 
 
 def test_gate_scales_alpha_by_activation_confidence(retriever):
     q = "Tobin desert caravan"
     sig = retriever.signature(q)
-    gated = retriever.rank_chunks(q, signature=sig, settings=RetrievalSettings(alpha=0.5, gate="doc"), k=3)
+    gated = retriever.rank_chunks(
+        q, signature=sig, settings=RetrievalSettings(alpha=0.5, gate="doc"), k=3
+    )
     a = gated[0].meta["alpha"]
     assert 0.0 < a <= 0.5
-    assert retriever.rank_chunks(q, signature=sig, settings=RetrievalSettings(alpha=0.5, gate="none"), k=3)[0].meta["alpha"] == 0.5
+    assert (
+        retriever.rank_chunks(
+            q, signature=sig, settings=RetrievalSettings(alpha=0.5, gate="none"), k=3
+        )[0].meta["alpha"]
+        == 0.5
+    )
     # a single document: nothing competes, the gate leaves α alone
-    one = retriever.rank_chunks(q, signature=retriever.signature(q, doc_ids={"beta"}), doc_ids={"beta"},
-                                settings=RetrievalSettings(alpha=0.5, gate="doc"), k=3)
+    one = retriever.rank_chunks(
+        q,
+        signature=retriever.signature(q, doc_ids={"beta"}),
+        doc_ids={"beta"},
+        settings=RetrievalSettings(alpha=0.5, gate="doc"),
+        k=3,
+    )
     assert one[0].meta["alpha"] == 0.5
 
 
@@ -396,16 +452,29 @@ def test_signature_units_from_other_layers_are_accepted(retriever, built):
     from mindscape.memory.types import SignatureUnit
 
     su = [SignatureUnit(unit_id=outline.id, text=outline.text, chunk_ids=outline.chunk_ids)]
-    hits = retriever.rank_chunks("stone", signature=su, settings=RetrievalSettings(alpha=1.0, signature_mode="window", gate="none"), k=3)
+    hits = retriever.rank_chunks(
+        "stone",
+        signature=su,
+        settings=RetrievalSettings(alpha=1.0, signature_mode="window", gate="none"),
+        k=3,
+    )
     assert set(ids(hits)) <= set(outline.chunk_ids)
     # unknown ids are ignored: the ranking is query-only
     ghost = [SignatureUnit(unit_id="nowhere:e0", text="", chunk_ids=[])]
-    assert ids(retriever.rank_chunks("stone", signature=ghost, k=5)) == ids(retriever.rank_chunks("stone", k=5))
+    assert ids(retriever.rank_chunks("stone", signature=ghost, k=5)) == ids(
+        retriever.rank_chunks("stone", k=5)
+    )
 
 
 def test_invalid_settings_raise():
-    for bad in ({"alpha": 1.5}, {"signature_mode": "sum"}, {"chunk_mode": "sparse"}, {"gate": "soft"},
-                {"budgets": {"nope": 1}}, {"window_weights": "steep"}):
+    for bad in (
+        {"alpha": 1.5},
+        {"signature_mode": "sum"},
+        {"chunk_mode": "sparse"},
+        {"gate": "soft"},
+        {"budgets": {"nope": 1}},
+        {"window_weights": "steep"},
+    ):
         with pytest.raises(ValueError):
             RetrievalSettings(**bad)
 

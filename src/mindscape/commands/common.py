@@ -71,9 +71,7 @@ def llm_from_args(args: argparse.Namespace, cache: Any = None) -> Any:
     settings = settings_from_args(args, index_llm=getattr(args, "index_llm", None) or None)
     if settings.backend == "auto":
         settings = settings.resolved()
-    if settings.backend == "extractive" or (
-        settings.backend == "local" and not settings.index_llm
-    ):
+    if settings.backend == "extractive" or (settings.backend == "local" and not settings.index_llm):
         return None
     return LLM.from_settings(settings, cache=cache, count_tokens=default_counter().count)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +35,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--index-only", action="store_true", help="build the stores, answer nothing")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--llm",
+        choices=["auto", "local", "openai", "extractive"],
+        default=None,
+        help="what answers: auto (the local model when installed, else extractive), local, an "
+        "OpenAI-compatible endpoint (MINDSCAPE_LLM_BASE_URL, MINDSCAPE_LLM_MODEL), or "
+        "extractive ($MINDSCAPE_LLM_BACKEND)",
+    )
     p.set_defaults(func=run)
 
 
@@ -53,6 +62,11 @@ def run(args: argparse.Namespace) -> int:
         dataset_splits(args.bench, args.dataset)
     except BenchError as exc:
         raise MindscapeError(str(exc)) from None
+    if args.llm:  # the graph's default Deps read the backend from the environment
+        os.environ["MINDSCAPE_LLM_BACKEND"] = args.llm
+    from mindscape.llm import LLMSettings
+
+    llm = LLMSettings.from_env().resolved()
     out = Path(args.out or f"runs/eval/{args.dataset}-{args.split}")
     settings = EvalSettings(
         bench=Path(args.bench),
@@ -65,7 +79,11 @@ def run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         pooled=args.pooled,
         progress=not args.quiet,
-        extra={"command": " ".join(["mindscape", *sys.argv[1:]]), "code_version": code_version()},
+        extra={
+            "command": " ".join(["mindscape", *sys.argv[1:]]),
+            "code_version": code_version(),
+            "llm": {"backend": llm.backend, "model": llm.model_name(), "base_url": llm.base_url},
+        },
     )
     if args.index_only:
         from mindscape.eval.runner import prepare

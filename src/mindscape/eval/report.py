@@ -42,8 +42,14 @@ PAIR_METRIC = "pair_accuracy"
 CORRECT_METRICS: tuple[str, ...] = ("claim_correct", "accuracy")
 """Metrics read as a record's correctness for pair accuracy when `correct` is absent."""
 
-PRIMARY_METRICS: tuple[str, ...] = (PAIR_METRIC, "accuracy", "claim_correct", "token_f1",
-                                    "rouge_l", "exact_match")
+PRIMARY_METRICS: tuple[str, ...] = (
+    PAIR_METRIC,
+    "accuracy",
+    "claim_correct",
+    "token_f1",
+    "rouge_l",
+    "exact_match",
+)
 """Preference order for the one 'quality' number of a group (quality-vs-calls plot)."""
 
 FILE_JSON = "report.json"
@@ -77,15 +83,18 @@ def _finite_values(values: Iterable[Any]) -> list[float]:
     return out
 
 
-def summarize_values(values: Iterable[Any], n_resamples: int = 1000, alpha: float = 0.05,
-                     seed: int = 0) -> dict[str, Any]:
+def summarize_values(
+    values: Iterable[Any], n_resamples: int = 1000, alpha: float = 0.05, seed: int = 0
+) -> dict[str, Any]:
     """`{"mean", "low", "high", "n"}` of the finite values, with a bootstrap CI."""
     data = _finite_values(values)
     mean, low, high = bootstrap_ci(data, n_resamples=n_resamples, alpha=alpha, seed=seed)
     return {"mean": mean, "low": low, "high": high, "n": len(data)}
 
 
-def group_records(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
+def group_records(
+    records: Iterable[Mapping[str, Any]],
+) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
     """Group records by (preset, dataset), keeping first-seen order."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for record in records:
@@ -112,20 +121,31 @@ def record_correct(record: Mapping[str, Any]) -> bool:
     )
 
 
-def pair_summary(records: Sequence[Mapping[str, Any]], n_resamples: int = 1000,
-                 alpha: float = 0.05, seed: int = 0) -> dict[str, Any] | None:
+def pair_summary(
+    records: Sequence[Mapping[str, Any]],
+    n_resamples: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> dict[str, Any] | None:
     """Pair accuracy with a bootstrap CI over pairs; None if no record has a pair_index."""
-    paired = [{"pair_index": r["pair_index"], "correct": record_correct(r)}
-              for r in records if r.get("pair_index") is not None]
+    paired = [
+        {"pair_index": r["pair_index"], "correct": record_correct(r)}
+        for r in records
+        if r.get("pair_index") is not None
+    ]
     if not paired:
         return None
     outcomes = pair_outcomes(paired)
     return summarize_values([float(ok) for ok in outcomes.values()], n_resamples, alpha, seed)
 
 
-def ranked_summary(records: Sequence[Mapping[str, Any]], field_name: str,
-                   n_resamples: int = 1000, alpha: float = 0.05,
-                   seed: int = 0) -> dict[str, dict[str, Any]]:
+def ranked_summary(
+    records: Sequence[Mapping[str, Any]],
+    field_name: str,
+    n_resamples: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> dict[str, dict[str, Any]]:
     """Summary per k of a ranked field (e.g. recall_at_k), keys as strings sorted by k."""
     by_k: dict[int, list[Any]] = {}
     for record in records:
@@ -140,17 +160,29 @@ def cost_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, An
     for name in COST_FIELDS:
         values = _finite_values(record.get(name) for record in records)
         total = float(sum(values))
-        summary[name] = {"mean": total / len(values) if values else math.nan,
-                         "total": total, "n": len(values)}
+        summary[name] = {
+            "mean": total / len(values) if values else math.nan,
+            "total": total,
+            "n": len(values),
+        }
     return summary
 
 
-def summarize_group(preset: str, dataset: str, records: Sequence[Mapping[str, Any]],
-                    n_resamples: int = 1000, alpha: float = 0.05, seed: int = 0) -> dict[str, Any]:
+def summarize_group(
+    preset: str,
+    dataset: str,
+    records: Sequence[Mapping[str, Any]],
+    n_resamples: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> dict[str, Any]:
     """All numbers of one (preset, dataset) group."""
-    metrics = {name: summarize_values([(r.get("metrics") or {}).get(name) for r in records],
-                                      n_resamples, alpha, seed)
-               for name in metric_names(records)}
+    metrics = {
+        name: summarize_values(
+            [(r.get("metrics") or {}).get(name) for r in records], n_resamples, alpha, seed
+        )
+        for name in metric_names(records)
+    }
     pairs = pair_summary(records, n_resamples, alpha, seed)
     if pairs is not None:
         metrics[PAIR_METRIC] = pairs
@@ -178,16 +210,27 @@ def primary_metric(group: Mapping[str, Any]) -> str | None:
     return names[0] if names else None
 
 
-def build_report(records: Iterable[Mapping[str, Any]], provenance: Provenance,
-                 n_resamples: int = 1000, alpha: float = 0.05, seed: int = 0) -> dict[str, Any]:
+def build_report(
+    records: Iterable[Mapping[str, Any]],
+    provenance: Provenance,
+    n_resamples: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> dict[str, Any]:
     """The full report as a dict (what report.json holds); NaN stays NaN here."""
     records = list(records)
-    groups = [summarize_group(preset, dataset, group, n_resamples, alpha, seed)
-              for (preset, dataset), group in group_records(records).items()]
+    groups = [
+        summarize_group(preset, dataset, group, n_resamples, alpha, seed)
+        for (preset, dataset), group in group_records(records).items()
+    ]
     return {
         "provenance": asdict(provenance),
-        "ci": {"method": "percentile bootstrap of the mean", "level": 1 - alpha,
-               "n_resamples": n_resamples, "seed": seed},
+        "ci": {
+            "method": "percentile bootstrap of the mean",
+            "level": 1 - alpha,
+            "n_resamples": n_resamples,
+            "seed": seed,
+        },
         "n_records": len(records),
         "presets": list(dict.fromkeys(g["preset"] for g in groups)),
         "datasets": list(dict.fromkeys(g["dataset"] for g in groups)),
@@ -237,8 +280,10 @@ def _cell(text: Any) -> str:
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """A GitHub-style markdown table."""
-    lines = ["| " + " | ".join(_cell(h) for h in header) + " |",
-             "|" + "|".join("---" for _ in header) + "|"]
+    lines = [
+        "| " + " | ".join(_cell(h) for h in header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+    ]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
@@ -250,13 +295,19 @@ def _groups_of(report: Mapping[str, Any], dataset: str) -> list[Mapping[str, Any
 
 def _quality_section(report: Mapping[str, Any]) -> list[str]:
     """One metrics table per dataset: presets as rows, metrics as columns."""
-    lines = ["## Quality", "",
-             f"Mean with {report['ci']['level']:.0%} bootstrap CI ({report['ci']['n_resamples']} "
-             "resamples). `pair_accuracy` is NoCha pair accuracy; its CI is over pairs.", ""]
+    lines = [
+        "## Quality",
+        "",
+        f"Mean with {report['ci']['level']:.0%} bootstrap CI ({report['ci']['n_resamples']} "
+        "resamples). `pair_accuracy` is NoCha pair accuracy; its CI is over pairs.",
+        "",
+    ]
     for dataset in report["datasets"]:
         groups = _groups_of(report, dataset)
         names = sorted({name for g in groups for name in g["metrics"]})
-        rows = [[g["preset"], g["n"], *(_fmt_ci(g["metrics"].get(n)) for n in names)] for g in groups]
+        rows = [
+            [g["preset"], g["n"], *(_fmt_ci(g["metrics"].get(n)) for n in names)] for g in groups
+        ]
         lines += [f"### {dataset}", "", markdown_table(["preset", "n", *names], rows), ""]
     return lines
 
@@ -272,23 +323,45 @@ def _ranked_section(report: Mapping[str, Any]) -> list[str]:
             ks = sorted({int(k) for g in groups for k in g[name]})
             label = name.replace("_at_k", "").capitalize()
             header = ["preset", "n", *(f"{label}@{k}" for k in ks)]
-            rows = [[g["preset"], max(s["n"] for s in g[name].values()),
-                     *(_fmt_ci(g[name].get(str(k))) for k in ks)] for g in groups]
+            rows = [
+                [
+                    g["preset"],
+                    max(s["n"] for s in g[name].values()),
+                    *(_fmt_ci(g[name].get(str(k))) for k in ks),
+                ]
+                for g in groups
+            ]
             lines += [f"## {label}@k: {dataset}", "", markdown_table(header, rows), ""]
     return lines
 
 
 def _cost_section(report: Mapping[str, Any]) -> list[str]:
     """One cost table: mean per question and totals."""
-    header = ["preset", "dataset", "n", "LLM calls / q", "tokens in / q", "tokens out / q",
-              "latency s / q", "LLM calls total", "tokens total"]
+    header = [
+        "preset",
+        "dataset",
+        "n",
+        "LLM calls / q",
+        "tokens in / q",
+        "tokens out / q",
+        "latency s / q",
+        "LLM calls total",
+        "tokens total",
+    ]
     rows = []
     for g in report["groups"]:
         cost = g["cost"]
         tokens_total = cost["tokens_in"]["total"] + cost["tokens_out"]["total"]
-        rows.append([g["preset"], g["dataset"], g["n"],
-                     *(_fmt(cost[name]["mean"], 2) for name in COST_FIELDS),
-                     _fmt(cost["llm_calls"]["total"]), _fmt(tokens_total)])
+        rows.append(
+            [
+                g["preset"],
+                g["dataset"],
+                g["n"],
+                *(_fmt(cost[name]["mean"], 2) for name in COST_FIELDS),
+                _fmt(cost["llm_calls"]["total"]),
+                _fmt(tokens_total),
+            ]
+        )
     return ["## Cost", "", markdown_table(header, rows), ""]
 
 
@@ -296,16 +369,36 @@ def _provenance_section(report: Mapping[str, Any]) -> list[str]:
     """Command, code version and settings."""
     prov = report["provenance"]
     settings = json.dumps(json_safe(prov.get("settings", {})), indent=2, sort_keys=True)
-    return ["## Provenance", "", f"- code version: `{prov['code_version']}`",
-            f"- records: {report['n_records']}", "", "Command:", "", "```",
-            prov["command"], "```", "", "Settings:", "", "```json", settings, "```", ""]
+    return [
+        "## Provenance",
+        "",
+        f"- code version: `{prov['code_version']}`",
+        f"- records: {report['n_records']}",
+        "",
+        "Command:",
+        "",
+        "```",
+        prov["command"],
+        "```",
+        "",
+        "Settings:",
+        "",
+        "```json",
+        settings,
+        "```",
+        "",
+    ]
 
 
 def render_markdown(report: Mapping[str, Any], plot_files: Sequence[str | Path] = ()) -> str:
     """report.md: quality, Recall@k and cost tables, plots, provenance."""
-    lines = ["# Evaluation report", "",
-             f"Presets: {', '.join(report['presets']) or 'none'}. "
-             f"Datasets: {', '.join(report['datasets']) or 'none'}.", ""]
+    lines = [
+        "# Evaluation report",
+        "",
+        f"Presets: {', '.join(report['presets']) or 'none'}. "
+        f"Datasets: {', '.join(report['datasets']) or 'none'}.",
+        "",
+    ]
     lines += _quality_section(report) + _ranked_section(report) + _cost_section(report)
     if plot_files:
         lines += ["## Plots", ""]
@@ -372,7 +465,9 @@ def plot_ranked(report: Mapping[str, Any], dataset: str, field_name: str, path: 
         ks = sorted(int(k) for k in g[field_name])
         summaries = [g[field_name][str(k)] for k in ks]
         ax.plot(ks, [s["mean"] for s in summaries], marker="o", label=g["preset"])
-        ax.fill_between(ks, [s["low"] for s in summaries], [s["high"] for s in summaries], alpha=0.2)
+        ax.fill_between(
+            ks, [s["low"] for s in summaries], [s["high"] for s in summaries], alpha=0.2
+        )
     label = field_name.replace("_at_k", "").capitalize()
     ax.set_xlabel("k")
     ax.set_ylabel(f"{label}@k")
@@ -398,8 +493,13 @@ def plot_quality_vs_calls(report: Mapping[str, Any], path: Path) -> Path:
             x = g["cost"]["llm_calls"]["mean"]
             means, errors = _error_bars([summary])
             ax.errorbar([x], means, yerr=errors, fmt="o", capsize=4)
-            ax.annotate(g["preset"], (x, means[0]), textcoords="offset points", xytext=(4, 4),
-                        fontsize="small")
+            ax.annotate(
+                g["preset"],
+                (x, means[0]),
+                textcoords="offset points",
+                xytext=(4, 4),
+                fontsize="small",
+            )
         ax.set_xlabel("LLM calls per question (mean)")
         ax.set_ylabel(metric or "quality")
         ax.set_title(dataset)
@@ -420,7 +520,9 @@ def write_plots(report: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
             paths.append(plot_metrics(report, dataset, out / f"metrics_{_slug(dataset)}.png"))
         for name in RANKED_FIELDS:
             if any(name in g for g in groups):
-                paths.append(plot_ranked(report, dataset, name, out / f"{name}_{_slug(dataset)}.png"))
+                paths.append(
+                    plot_ranked(report, dataset, name, out / f"{name}_{_slug(dataset)}.png")
+                )
     if report["groups"]:
         paths.append(plot_quality_vs_calls(report, out / "quality_vs_calls.png"))
     return paths
@@ -429,9 +531,15 @@ def write_plots(report: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
 # --------------------------------------------------------------------------- entry point
 
 
-def write_report(records: Iterable[Mapping[str, Any]], out_dir: str | Path,
-                 provenance: Provenance, n_resamples: int = 1000, alpha: float = 0.05,
-                 seed: int = 0, plots: bool = True) -> dict[str, Any]:
+def write_report(
+    records: Iterable[Mapping[str, Any]],
+    out_dir: str | Path,
+    provenance: Provenance,
+    n_resamples: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+    plots: bool = True,
+) -> dict[str, Any]:
     """Build the report and write report.json, report.md and (if `plots`) PNGs to out_dir.
 
     Returns `{"json": Path, "markdown": Path, "plots": [Path, ...], "report": dict}`.

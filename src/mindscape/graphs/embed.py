@@ -24,8 +24,7 @@ from langgraph.graph.state import CompiledStateGraph
 from mindscape.context import Context
 from mindscape.deps import Deps
 from mindscape.graphs.qa import build_qa_graph
-
-INPUT_KEYS = ("question", "doc_id", "doc_ids", "task", "options")
+from mindscape.state import INPUT_KEYS
 
 
 def qa_subgraph(deps: Deps | None = None, *, name: str = "mindscape") -> CompiledStateGraph:

@@ -40,7 +40,7 @@ from mindscape.agents import (
 )
 from mindscape.context import Context
 from mindscape.deps import Deps
-from mindscape.state import QAInput, QAOutput, QAState
+from mindscape.state import INPUT_KEYS, QAInput, QAOutput, QAState
 
 NODES: tuple[str, ...] = (
     "init_signature",
@@ -80,7 +80,6 @@ graph = build_qa_graph().compile(name="mindscape")
 _APPS: dict[int, tuple[Deps, CompiledStateGraph]] = {}
 _DEFAULT_DEPS: list[Deps] = []
 _LOCK = threading.Lock()
-INPUT_KEYS = ("question", "doc_id", "doc_ids", "task", "options")
 
 
 def answer_question(

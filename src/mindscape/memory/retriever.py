@@ -36,7 +36,13 @@ from mindscape.memory.store import LayerView, MemoryStore
 from mindscape.memory.types import LAYERS, Hit, Layer, SignatureUnit
 from mindscape.tokens import TokenCounter, default_counter
 
-__all__ = ["RetrievalSettings", "Retriever", "DEFAULT_SIGNATURE_PARAMS", "SIGNATURE_MODES", "CHUNK_MODES"]
+__all__ = [
+    "RetrievalSettings",
+    "Retriever",
+    "DEFAULT_SIGNATURE_PARAMS",
+    "SIGNATURE_MODES",
+    "CHUNK_MODES",
+]
 
 SIGNATURE_MODES = ("mean", "max", "joined", "members", "window", "region")
 CHUNK_MODES = ("dense", "hybrid", "late-fusion")
@@ -78,7 +84,12 @@ class RetrievalSettings:
     ρ = ``region_doc_weight``. Units above chunk level take the mean over their chunks for
     ``window``/``region``."""
     budgets: dict[str, int] = field(
-        default_factory=lambda: {"veridical": 2000, "semantic": 2000, "episodic": 2000, "outline": 0}
+        default_factory=lambda: {
+            "veridical": 2000,
+            "semantic": 2000,
+            "episodic": 2000,
+            "outline": 0,
+        }
     )
     """Token budget per layer; 0 switches a layer off."""
     top_n: int = 50
@@ -111,9 +122,13 @@ class RetrievalSettings:
         if not 0.0 <= self.alpha <= 1.0:
             raise ValueError(f"alpha must be in [0, 1]; got {self.alpha}")
         if self.window_weights not in ("flat", "gain"):
-            raise ValueError(f"unknown window_weights {self.window_weights!r}; use 'flat' or 'gain'")
+            raise ValueError(
+                f"unknown window_weights {self.window_weights!r}; use 'flat' or 'gain'"
+            )
         if self.signature_mode not in SIGNATURE_MODES:
-            raise ValueError(f"unknown signature_mode {self.signature_mode!r}; use one of {SIGNATURE_MODES}")
+            raise ValueError(
+                f"unknown signature_mode {self.signature_mode!r}; use one of {SIGNATURE_MODES}"
+            )
         if self.chunk_mode not in CHUNK_MODES:
             raise ValueError(f"unknown chunk_mode {self.chunk_mode!r}; use one of {CHUNK_MODES}")
         if self.gate not in GATES:
@@ -133,7 +148,9 @@ class _Scope:
         self.doc_ids = doc_ids
         wanted = set(doc_ids) if doc_ids is not None else None
         self.sources = {layer: store.view(layer) for layer in LAYERS}
-        self.views: dict[Layer, LayerView] = {layer: self.sources[layer].subset(wanted) for layer in LAYERS}
+        self.views: dict[Layer, LayerView] = {
+            layer: self.sources[layer].subset(wanted) for layer in LAYERS
+        }
         chunks = self.views["veridical"]
         self.chunks = chunks
         self.chunk_vecs = chunks.vecs if len(chunks) else np.zeros((0, 1), np.float32)
@@ -141,7 +158,9 @@ class _Scope:
         docs = sorted({u.doc_id for u in chunks.units})
         self.doc_index = {d: i for i, d in enumerate(docs)}
         self.docs = docs
-        self.chunk_doc = np.fromiter((self.doc_index[u.doc_id] for u in chunks.units), dtype=np.int64, count=self.n_chunks)
+        self.chunk_doc = np.fromiter(
+            (self.doc_index[u.doc_id] for u in chunks.units), dtype=np.int64, count=self.n_chunks
+        )
         sessions = self.views["episodic"]
         self.sessions = sessions
         self.chunk_session = np.full(self.n_chunks, -1, dtype=np.int64)
@@ -308,7 +327,9 @@ class Retriever:
         return n
 
     # -- activation (E1) -------------------------------------------------------------
-    def _activation(self, sc: _Scope, query: str, qv: np.ndarray, p: SignatureParams) -> _Activation:
+    def _activation(
+        self, sc: _Scope, query: str, qv: np.ndarray, p: SignatureParams
+    ) -> _Activation:
         dense = sc.chunk_vecs @ qv if sc.n_chunks else np.zeros(0, np.float32)
         dense = dense.astype(np.float64)
         if p.activation == "hybrid" and sc.n_chunks:
@@ -396,7 +417,9 @@ class Retriever:
         sim = session_vecs @ session_vecs.T
 
         if method == "coverage":
-            picks = sig.greedy_select(sig.normalise_relevance(rel), match, weights, sim if p.lambda_d else None, p)
+            picks = sig.greedy_select(
+                sig.normalise_relevance(rel), match, weights, sim if p.lambda_d else None, p
+            )
         else:
             order = sig.first_k(ranks, cand_session.tolist(), p.k)
             picks = self._gains_of([sess.index(s) for s in order], rel, match, weights, sim, p)
@@ -446,7 +469,17 @@ class Retriever:
             gc = float((np.maximum(match[j], cover) - cover) @ w_norm)
             gd = 0.0 - max(0.0, float(sim[j, picked].max())) if picked else 0.0
             total = p.lambda_q * rel_norm[j] + p.lambda_c * gc + p.lambda_d * gd
-            out.append((j, {"query": float(rel_norm[j]), "coverage": gc, "diversity": gd, "total": float(total)}))
+            out.append(
+                (
+                    j,
+                    {
+                        "query": float(rel_norm[j]),
+                        "coverage": gc,
+                        "diversity": gd,
+                        "total": float(total),
+                    },
+                )
+            )
             cover = np.maximum(cover, match[j])
             picked.append(j)
         return out
@@ -464,7 +497,9 @@ class Retriever:
                     vecs.append(view.vecs[row])
                     members.append(sc.rows_of_chunks(view.units[row].chunk_ids))
                     docs.append(view.units[row].doc_id)
-                    weights.append(su.gains.get("coverage", 0.0) + su.gains.get("query", 0.0) * 1e-6)
+                    weights.append(
+                        su.gains.get("coverage", 0.0) + su.gains.get("query", 0.0) * 1e-6
+                    )
                     break
         if not vecs:
             return None
@@ -484,17 +519,27 @@ class Retriever:
                 doc_share[sc.doc_index[d]] = s
         main_doc = int(np.argmax(doc_share)) if doc_share.sum() > 0 else None
         text = "\n".join(su.text for su in signature) if need_text else ""
-        return _SigArrays(np.vstack(vecs).astype(np.float64), member_rows, in_windows, doc_share, main_doc, text)
+        return _SigArrays(
+            np.vstack(vecs).astype(np.float64), member_rows, in_windows, doc_share, main_doc, text
+        )
 
     # -- scoring ---------------------------------------------------------------------------
-    def _sig_scores(self, sc: _Scope, layer: Layer, sa: _SigArrays, mode: str, st: RetrievalSettings) -> np.ndarray:
+    def _sig_scores(
+        self, sc: _Scope, layer: Layer, sa: _SigArrays, mode: str, st: RetrievalSettings
+    ) -> np.ndarray:
         """s(σ, u) for every unit of a layer."""
         # Index vectors are unit-normalised float32 (LayerView), so cosines are plain products.
         vecs = sc.views[layer].vecs
         if mode == "mean":
-            return (vecs @ sig.signature_vector(sa.unit_vecs, "mean").astype(np.float32)).astype(np.float64)
+            return (vecs @ sig.signature_vector(sa.unit_vecs, "mean").astype(np.float32)).astype(
+                np.float64
+            )
         if mode == "max":
-            return (vecs @ sig.signature_vector(sa.unit_vecs, "max").astype(np.float32).T).max(axis=1).astype(np.float64)
+            return (
+                (vecs @ sig.signature_vector(sa.unit_vecs, "max").astype(np.float32).T)
+                .max(axis=1)
+                .astype(np.float64)
+            )
         if mode == "joined":
             jv = self.embed_query(sa.text) if sa.text else np.zeros(vecs.shape[1], np.float32)
             return (vecs @ jv).astype(np.float64)
@@ -546,7 +591,11 @@ class Retriever:
         s_q = (view.vecs @ qv).astype(np.float64)
         if hybrid and layer == "veridical":
             s_q = hybrid_scores(s_q, sc.bm25_scores(query), st.hybrid_weight)
-        s_sig = self._sig_scores(sc, layer, sa, st.signature_mode, st) if sa is not None else np.zeros(len(view))
+        s_sig = (
+            self._sig_scores(sc, layer, sa, st.signature_mode, st)
+            if sa is not None
+            else np.zeros(len(view))
+        )
         fused = sig.conditioned_scores(s_q, s_sig, alpha) if sa is not None else s_q.copy()
         return s_q, s_sig, fused
 
@@ -614,7 +663,9 @@ class Retriever:
         conditioned chunk score. Near-duplicates (embedding cosine >= ``dedupe_threshold`` to
         a better chunk) are then dropped.
         """
-        c_q, c_sig, c_fused = self._layer_scores(sc, "veridical", query, qv, sa, alpha, st, hybrid=False)
+        c_q, c_sig, c_fused = self._layer_scores(
+            sc, "veridical", query, qv, sa, alpha, st, hybrid=False
+        )
         depth = max(n, st.top_n)
         total = np.zeros(sc.n_chunks)
         sources: dict[int, list[str]] = {}
@@ -650,7 +701,14 @@ class Retriever:
             order = head[keep]
         ids = sc.chunks.units
         return [
-            self._hit(ids[c], float(c_q[c]), float(c_sig[c]), float(total[c]), rank=i, fused_from=sources[int(c)])
+            self._hit(
+                ids[c],
+                float(c_q[c]),
+                float(c_sig[c]),
+                float(total[c]),
+                rank=i,
+                fused_from=sources[int(c)],
+            )
             for i, c in enumerate(order[:n])
         ]
 
@@ -674,7 +732,11 @@ class Retriever:
         st = settings or self.settings
         sc = self.scope(doc_ids)
         qv = self.embed_query(query)
-        sa = self._resolve(sc, signature, st.signature_mode == "joined", st.window_weights == "gain") if signature else None
+        sa = (
+            self._resolve(sc, signature, st.signature_mode == "joined", st.window_weights == "gain")
+            if signature
+            else None
+        )
         alpha = self._alpha(sc, query, qv, sa, st)
         out: dict[Layer, list[Hit]] = {}
         for layer in LAYERS:
@@ -706,7 +768,11 @@ class Retriever:
         if not sc.n_chunks:
             return []
         qv = self.embed_query(query)
-        sa = self._resolve(sc, signature, st.signature_mode == "joined", st.window_weights == "gain") if signature else None
+        sa = (
+            self._resolve(sc, signature, st.signature_mode == "joined", st.window_weights == "gain")
+            if signature
+            else None
+        )
         alpha = self._alpha(sc, query, qv, sa, st)
         hits = self._ranked(sc, "veridical", query, qv, sa, alpha, st, k, frozenset())
         for h in hits:

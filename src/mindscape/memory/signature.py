@@ -486,7 +486,9 @@ def member_match(cand_vecs: np.ndarray, member_vecs: Sequence[np.ndarray]) -> np
     return np.clip(out, 0.0, 1.0)
 
 
-def doc_shares(unit_docs: Sequence[Hashable], weights: Sequence[float] | np.ndarray | None = None) -> dict[Hashable, float]:
+def doc_shares(
+    unit_docs: Sequence[Hashable], weights: Sequence[float] | np.ndarray | None = None
+) -> dict[Hashable, float]:
     """How the signature's weight splits over documents (shares sum to 1).
 
     ``weights`` are per-unit (e.g. the coverage gain each unit brought); non-positive or

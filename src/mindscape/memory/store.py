@@ -177,7 +177,10 @@ class MemoryStore:
         return {
             "store": str(self.path),
             "documents": len(docs),
-            "layers": {layer: sum(int((d.get("layers") or {}).get(layer, 0)) for d in docs) for layer in LAYERS},
+            "layers": {
+                layer: sum(int((d.get("layers") or {}).get(layer, 0)) for d in docs)
+                for layer in LAYERS
+            },
             "docs": [{k: d.get(k) for k in ("doc_id", "title", "tokens", "layers")} for d in docs],
         }
 

@@ -277,7 +277,7 @@ class LLMReasoner:
         settings: LLMSettings | None = None,
         cache: TextCache | None = None,
         shared: dict[str, Any] | None = None,
-        passage_tokens: int = 1500,
+        passage_tokens: int = 1000,
     ) -> None:
         self.chat = chat
         self.fallback = fallback
