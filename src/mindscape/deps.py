@@ -192,5 +192,5 @@ class Deps:
             offline,
             settings=settings,
             shared=self._cache,
-            passage_tokens=ctx.llm_passage_tokens or 1000,
+            passage_tokens=int(ctx.resolved().llm_passage_tokens or 0),
         )

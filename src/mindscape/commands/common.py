@@ -8,6 +8,8 @@ import sys
 from typing import Any
 
 DEFAULT_STORE = ".mindscape/store"
+LLM_CHOICES = ["auto", "local", "openai", "extractive"]
+"""The `--llm` choices (the LLM backends, `mindscape.llm.settings.BACKENDS`)."""
 
 
 def add_store_option(p: argparse.ArgumentParser) -> None:
@@ -28,7 +30,7 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--llm",
-        choices=["auto", "local", "openai", "extractive"],
+        choices=LLM_CHOICES,
         default=None,
         help="auto (default: the local model when installed, else extractive), local, an "
         "OpenAI-compatible endpoint, or extractive ($MINDSCAPE_LLM_BACKEND)",
@@ -68,9 +70,9 @@ def llm_from_args(args: argparse.Namespace, cache: Any = None) -> Any:
     from mindscape.llm import LLM
     from mindscape.tokens import default_counter
 
-    settings = settings_from_args(args, index_llm=getattr(args, "index_llm", None) or None)
-    if settings.backend == "auto":
-        settings = settings.resolved()
+    settings = settings_from_args(
+        args, index_llm=getattr(args, "index_llm", None) or None
+    ).resolved()
     if settings.backend == "extractive" or (settings.backend == "local" and not settings.index_llm):
         return None
     return LLM.from_settings(settings, cache=cache, count_tokens=default_counter().count)

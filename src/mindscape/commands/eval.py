@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from mindscape.commands.common import LLM_CHOICES
 from mindscape.errors import MindscapeError
 
 
@@ -37,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument(
         "--llm",
-        choices=["auto", "local", "openai", "extractive"],
+        choices=LLM_CHOICES,
         default=None,
         help="what answers: auto (the local model when installed, else extractive), local, an "
         "OpenAI-compatible endpoint (MINDSCAPE_LLM_BASE_URL, MINDSCAPE_LLM_MODEL), or "

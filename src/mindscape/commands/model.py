@@ -61,7 +61,7 @@ def run_status(args: argparse.Namespace) -> int:
         "installed": bool(found and found.is_file()),
         "runtime": runtime_available(),
         "backend": settings.backend,
-        "auto_resolves_to": backend if settings.backend == "auto" else settings.backend,
+        "auto_resolves_to": backend,
         "notice": notice,
     }
     if args.json:
@@ -75,18 +75,10 @@ def run_status(args: argparse.Namespace) -> int:
 def run_serve(args: argparse.Namespace) -> int:
     """Start the server, print its URL, and keep it until Ctrl-C or SIGTERM."""
     from mindscape.errors import ModelError
-    from mindscape.llm.local_model import INSTALL_HINT, check_model, find_model
-    from mindscape.llm.server import (
-        LocalServer,
-        default_threads,
-        free_port,
-        llama_server_args,
-    )
+    from mindscape.llm.local_model import require_model
+    from mindscape.llm.server import LocalServer, default_threads, free_port, llama_server_args
 
-    path = find_model(args.local_model)
-    if path is None:
-        raise ModelError(f"the local model is not installed: {INSTALL_HINT}")
-    path = check_model(path)
+    path = require_model(args.local_model)
     port = args.port or free_port()
     threads = args.threads or default_threads()
     server = LocalServer(llama_server_args(path, port, threads=threads, n_ctx=args.ctx), port)

@@ -23,13 +23,10 @@ def local_base_url(settings: LLMSettings) -> str:
     Raises:
         ModelError: one line saying what to run when the model or its runtime is missing.
     """
-    from mindscape.llm.local_model import INSTALL_HINT, check_model, find_model, runtime_available
+    from mindscape.llm.local_model import INSTALL_HINT, require_model, runtime_available
     from mindscape.llm.server import default_threads, shared_server
 
-    path = find_model(settings.local_model)
-    if path is None:
-        raise ModelError(f"the local model is not installed: {INSTALL_HINT}")
-    path = check_model(path)
+    path = require_model(settings.local_model)
     if not runtime_available():
         raise ModelError(f"llama-cpp-python[server] is not installed: {INSTALL_HINT}")
     threads = settings.local_threads or default_threads()

@@ -85,9 +85,8 @@ def _is_unsupported_request(exc: BaseException) -> bool:
     """Whether the endpoint rejected the request itself: HTTP 400, or a server error that
     names the structured-output parameter (llama.cpp answers ``json_schema`` with a 500)."""
     import openai
-    from langchain_core.exceptions import ModelInvalidRequestError
 
-    if isinstance(exc, (openai.BadRequestError, ModelInvalidRequestError)):
+    if is_request_error(exc):
         return True
     text = str(exc)
     return isinstance(exc, openai.InternalServerError) and (
@@ -395,15 +394,10 @@ class LLM:
 
         if not isinstance(exc, ValidationError):
             return None
+        from langchain_core.messages import AIMessage
+
         raw = _raw_from_validation_error(exc)
-        prompt_text = "\n".join(_message_text(m) for m in messages)
-        self.usage.add(
-            role,
-            calls=1,
-            estimated=1,
-            tokens_in=self.count_tokens(prompt_text),
-            tokens_out=self.count_tokens(raw),
-        )
+        self._record(role, messages, AIMessage(content=raw))  # no usage reported: estimated
         return self._parse_text(raw, schema) if raw else _Attempt(ok=False, error=short_error(exc))
 
     def _cached_json(self, key: str, schema: type[BaseModel] | None, role: str) -> Any:

@@ -28,6 +28,7 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+from mindscape.embeddings import cache_root
 from mindscape.errors import ModelError
 
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
@@ -39,14 +40,6 @@ PART_VERSION = "0.2.0"
 PART_COUNT = 22
 GGUF_MAGIC = b"GGUF"
 INSTALL_HINT = "run `make model` (or `mindscape model install`)"
-
-
-def cache_root() -> Path:
-    """mindscape's cache directory (``MINDSCAPE_CACHE``, else ``~/.cache/mindscape``)."""
-    root = os.environ.get("MINDSCAPE_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "mindscape"
-    )
-    return Path(root)
 
 
 def default_model_path() -> Path:
@@ -107,6 +100,18 @@ def find_model(explicit: str | None = None) -> Path | None:
         return Path(named).expanduser()
     path = default_model_path()
     return path if is_installed(path) else None
+
+
+def require_model(explicit: str | None = None) -> Path:
+    """The local model to run (:func:`find_model`, checked by :func:`check_model`).
+
+    Raises:
+        ModelError: one line saying what to run when there is none or it is damaged.
+    """
+    path = find_model(explicit)
+    if path is None:
+        raise ModelError(f"the local model is not installed: {INSTALL_HINT}")
+    return check_model(path)
 
 
 def runtime_available() -> bool:

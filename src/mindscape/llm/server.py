@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mindscape.embeddings import cache_root
 from mindscape.errors import ModelError
 
 logger = logging.getLogger(__name__)
@@ -165,7 +166,7 @@ def shared_server(model: Path, *, threads: int, n_ctx: int) -> LocalServer:
         server = _SERVERS.get(key)
         if server is not None and server.process is not None and server.process.poll() is None:
             return server
-        log_dir = model.parent.parent / "logs"
+        log_dir = cache_root() / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         port = free_port()
         server = LocalServer(

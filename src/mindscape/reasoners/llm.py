@@ -49,15 +49,6 @@ MAX_OUTPUT_TOKENS = {"answer": 200, "probe": 200, "encode": 500, "fuse": 350, "u
 
 # --------------------------------------------------------------------------- output schemas
 
-_CONFIDENCE_WORDS = {
-    "very high": 0.95,
-    "high": 0.85,
-    "medium": 0.6,
-    "moderate": 0.6,
-    "low": 0.3,
-    "very low": 0.1,
-}
-
 
 def _decision(value: Any) -> str:
     text = str(value or "").strip().upper()
@@ -81,14 +72,13 @@ class EncodeOut(BaseModel):
 class AnswerOut(BaseModel):
     """Try-Answer output: the quote that answers, the answer, and whether it is settled.
 
-    ``confidence`` and ``evidence_ids`` are accepted when a model volunteers them, but the
-    attempt's confidence comes from :mod:`mindscape.reasoners.grounding`.
+    ``evidence_ids`` is accepted when a model volunteers it; a volunteered confidence is
+    ignored: the attempt's confidence comes from :mod:`mindscape.reasoners.grounding`.
     """
 
     quote: str = ""
     answer: str = ""
     sufficient: bool = True
-    confidence: float = 0.5
     evidence_ids: list[str] = Field(default_factory=list)
 
     @classmethod
@@ -113,21 +103,6 @@ class AnswerOut(BaseModel):
     @classmethod
     def _text(cls, v: Any) -> str:
         return "" if v is None else str(v)
-
-    @field_validator("confidence", mode="before")
-    @classmethod
-    def _conf(cls, v: Any) -> float:
-        if isinstance(v, str):
-            key = v.strip().lower()
-            if key in _CONFIDENCE_WORDS:
-                return _CONFIDENCE_WORDS[key]
-            try:
-                v = float(key.rstrip("%")) / (100.0 if key.endswith("%") else 1.0)
-            except ValueError:
-                return 0.5
-        value = float(v)
-        value = value / 100.0 if value > 1.0 else value
-        return min(1.0, max(0.0, value))
 
 
 class ProbeOut(BaseModel):
