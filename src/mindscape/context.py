@@ -210,6 +210,15 @@ class Context:
             "comorag: 6000). Raise it for a large endpoint."
         ),
     )
+    llm_roles: list[str] | None = field(
+        default=None,
+        metadata=_d(
+            "Query-time roles the LLM plays (answer, probe, encode, fuse, update); the others "
+            "are extractive. Default: every role with an endpoint; answer and update with the "
+            "local model, whose probes and cues cost 800-2100 input tokens a call and add "
+            "little (see docs/agent.md)."
+        ),
+    )
     evidence_out: int = field(default=8, metadata=_d("Evidence items returned with the answer."))
     llm_concurrency: int = field(
         default=4, metadata=_d("Parallel LLM calls for per-layer encoding.")
@@ -249,6 +258,14 @@ class Context:
             unknown = set(self.budgets) - set(LAYER_NAMES)
             if unknown:
                 raise ValueError(f"unknown layers in budgets: {sorted(unknown)}")
+        if self.llm_roles is not None:
+            from mindscape.reasoners.base import LLM_ROLES
+
+            unknown = sorted(set(self.llm_roles) - set(LLM_ROLES))
+            if unknown:
+                raise ValueError(
+                    f"llm_roles must be among {', '.join(LLM_ROLES)}; got {', '.join(unknown)}"
+                )
         if self.max_probes is not None and not 0 <= self.max_probes <= 3:
             raise ValueError(f"max_probes must be in 0..3, got {self.max_probes}")
 

@@ -11,7 +11,9 @@ Precedence:
 * reasoner: ``Context.backend``; ``auto`` is the LLM when a chat model is injected or the
   LLM settings resolve to a model (``local`` when the embedded model is installed, or
   ``openai``; see :func:`mindscape.llm.resolve_backend`), else extractive, with a one-line
-  notice saying how to install the local model.
+  notice saying how to install the local model. The LLM plays ``Context.llm_roles``
+  (default: every role; answer and update with the local model) and the extractive
+  reasoner the rest.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 
     from mindscape.context import Context
     from mindscape.memory.store import MemoryStore
+    from mindscape.memory.types import MemoryRetriever
     from mindscape.reasoners.base import Reasoner
 
 logger = logging.getLogger(__name__)
@@ -59,8 +62,9 @@ class Deps:
     """Default: `mindscape.embeddings.load_embedder()` (MiniLM, or MINDSCAPE_EMBEDDER)."""
     store: MemoryStore | None = None
     """Default: opened from Context.store / MINDSCAPE_STORE."""
-    retriever: Any = None
-    """Anything with the `mindscape.memory.retriever.Retriever` API; default built on the store."""
+    retriever: MemoryRetriever | None = None
+    """Anything with `signature` and `retrieve` (:class:`~mindscape.memory.types.MemoryRetriever`);
+    default: a `mindscape.memory.retriever.Retriever` on the store."""
     chat: BaseChatModel | None = None
     """A chat model for the LLM roles; default built from `llm_settings` when needed."""
     llm_settings: LLMSettings | None = None
@@ -93,7 +97,7 @@ class Deps:
             )
         return open_store(ctx.store)
 
-    def get_retriever(self, ctx: Context) -> Any:
+    def get_retriever(self, ctx: Context) -> MemoryRetriever:
         """The retriever: injected, else one per store (cached)."""
         if self.retriever is not None:
             return self.retriever
@@ -137,7 +141,7 @@ class Deps:
 
     def sentence_vectors(self, ctx: Context) -> Any:
         """Sentence vectors over the run's store (memo shared across runs)."""
-        from mindscape.reasoners.sentences import SentenceVectors
+        from mindscape.reasoners.sentence_vectors import SentenceVectors
 
         retriever = self.get_retriever(ctx)
         store = getattr(retriever, "store", None)
@@ -183,14 +187,19 @@ class Deps:
         offline = self.offline_reasoner(ctx)
         if self.backend(ctx) == "extractive":
             return offline  # type: ignore[no-any-return]
+        from mindscape.reasoners.base import LLM_ROLES, LOCAL_LLM_ROLES
         from mindscape.reasoners.llm import LLMReasoner
 
         chat = self.get_chat()
         settings = self.llm_settings or LLMSettings(backend="openai")
+        roles = ctx.llm_roles
+        if roles is None:
+            roles = list(LOCAL_LLM_ROLES if settings.backend == "local" else LLM_ROLES)
         return LLMReasoner(  # type: ignore[return-value]
             chat,
             offline,
             settings=settings,
             shared=self._cache,
             passage_tokens=int(ctx.resolved().llm_passage_tokens or 0),
+            roles=roles,
         )

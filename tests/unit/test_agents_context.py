@@ -135,7 +135,12 @@ def test_deps_are_lazy_and_injected_objects_win(
     assert d.embedder is None and d.store is None and d.chat is None  # nothing built yet
     with pytest.raises(StoreError, match="MINDSCAPE_STORE"):
         d.get_store(Context().resolved())
+    from mindscape.memory.retriever import Retriever
+    from mindscape.memory.types import MemoryRetriever
+
     r = FakeRetriever()
+    assert isinstance(r, MemoryRetriever) and issubclass(Retriever, MemoryRetriever)
+    assert not isinstance(object(), MemoryRetriever)
     injected = Deps(retriever=r, embedder=r.embedder)
     assert injected.get_retriever(Context(store="/ignored").resolved()) is r
     assert injected.backend(Context().resolved()) == "extractive"

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from mindscape.answers import parse_choice, parse_claim
 from mindscape.llm import LLMSettings, Usage
 from mindscape.reasoners.base import AnswerRequest, EncodeGroup, RefineRequest, UpdateRequest
-from mindscape.reasoners.llm import AnswerOut, LLMReasoner, parse_claim, parse_letter
+from mindscape.reasoners.llm import AnswerOut, LLMReasoner
 from mindscape.reasoners.offline import OfflineReasoner
-from mindscape.reasoners.sentences import SentenceVectors
+from mindscape.reasoners.sentence_vectors import SentenceVectors
 from mindscape.reasoners.text import content_words, names, short_span, wh_word
 from tests.fakes import STORY_CHUNKS, HashingEmbedder, ScriptedChatModel
 
@@ -225,11 +226,15 @@ def test_llm_insufficient_and_formats() -> None:
     assert claim["answer"] == "TRUE"
 
 
-def test_parsers() -> None:
-    assert parse_letter("(B) because", ["x", "y"]) == 1
-    assert parse_letter("the brass key", ["a sword", "the brass key"]) == 1
-    assert parse_letter("E", ["a", "b"]) is None
-    assert parse_claim("False, the key was silver") == "FALSE" and parse_claim("maybe") is None
+def test_parsers_read_answers_as_the_metrics_do() -> None:
+    assert parse_choice("(B) because", ["x", "y"]) == 1
+    assert parse_choice("the brass key", ["a sword", "the brass key"]) == 1
+    assert parse_choice("I think it was the brass key", ["a sword", "the brass key"]) == 1
+    assert parse_choice("a sword or the brass key", ["a sword", "the brass key"]) is None
+    assert parse_choice("E", ["a", "b"]) is None
+    assert parse_claim("False, the key was silver") is False
+    assert parse_claim("Not true: she stayed") is False
+    assert parse_claim("maybe") is None and parse_claim("nothing is said") is None
 
 
 def test_llm_encode_maps_blocks_and_fills_gaps() -> None:
@@ -259,3 +264,76 @@ def test_llm_update_filters_unknown_ids() -> None:
     )
     assert out.decision == "ANSWER" and out.signature_ids == ["tale:e2"] and out.next_query is None
     assert out.notes == [("n", ["tale:c1"])]
+
+
+def test_roles_outside_llm_roles_make_no_call() -> None:
+    chat = ScriptedChatModel(responses=[])
+    settings = LLMSettings(backend="openai", structured="off", retry_base_delay_s=0.0)
+    offline = OfflineReasoner(SentenceVectors(HashingEmbedder(256)))
+    r = LLMReasoner(chat, offline, settings=settings, roles=("answer",))
+    u = Usage()
+    probe = r.refine(
+        RefineRequest("Where did Mara hide the gold?", "q", None, [], [], items(), 2, False),
+        usage=u,
+    )
+    cues = r.encode("Where?", [EncodeGroup("Where?", "veridical", items())], [], fuse=True, usage=u)
+    assert u.calls == 0 and not chat.calls  # both roles played by the extractive reasoner
+    expected = offline.refine(
+        RefineRequest("Where did Mara hide the gold?", "q", None, [], [], items(), 2, False),
+        usage=Usage(),
+    )
+    assert probe.probes == expected.probes and cues.cues and cues.cues[0]
+
+
+def test_local_backend_plays_answer_and_update_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mindscape.context import Context
+    from mindscape.deps import Deps
+    from mindscape.reasoners.base import LLM_ROLES, LOCAL_LLM_ROLES
+    from tests.fakes import FakeRetriever
+
+    r = FakeRetriever()
+    local = Deps(
+        retriever=r,
+        embedder=r.embedder,
+        chat=ScriptedChatModel(),
+        llm_settings=LLMSettings(backend="local"),
+    )
+    endpoint = Deps(
+        retriever=r,
+        embedder=r.embedder,
+        chat=ScriptedChatModel(),
+        llm_settings=LLMSettings(backend="openai"),
+    )
+    ctx = Context().resolved()
+    assert local.reasoner(ctx).roles == frozenset(LOCAL_LLM_ROLES)  # type: ignore[attr-defined]
+    assert endpoint.reasoner(ctx).roles == frozenset(LLM_ROLES)  # type: ignore[attr-defined]
+    chosen = Context(llm_roles=["answer", "probe"]).resolved()
+    assert local.reasoner(chosen).roles == {"answer", "probe"}  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="llm_roles must be among"):
+        Context(llm_roles=["answer", "decide"])
+
+
+def test_answer_prompt_keeps_memory_and_passages_within_the_passage_budget() -> None:
+    chat = ScriptedChatModel(responses=['{"quote": "", "answer": "cave", "sufficient": false}'])
+    settings = LLMSettings(backend="openai", structured="off", retry_base_delay_s=0.0)
+    offline = OfflineReasoner(SentenceVectors(HashingEmbedder(256)))
+    r = LLMReasoner(chat, offline, settings=settings, passage_tokens=400)
+    memory = [
+        {
+            "probe": f"probe {n}",
+            "layer": "veridical",
+            "evidence_ids": [],
+            "cue": f"cue {n} " * 40,
+            "round": 1,
+        }
+        for n in range(30)
+    ]
+    r.answer(AnswerRequest("Where?", "open", passages=items(), memory=memory), usage=Usage())  # type: ignore[arg-type]
+    prompt = chat.prompts[-1]
+    between = prompt.split("<memory>")[1].split("</memory>")[0]
+    assert "cue 29" in between and "cue 0 " not in between  # the latest findings are kept
+    assert len(between) // 4 <= 400 // 4
+    body = prompt.split("<passages>")[1].split("</passages>")[0]
+    assert 0 < (len(between) + len(body)) // 4 <= 400 + 50  # one budget for everything read

@@ -10,7 +10,7 @@ from mindscape.memory.cache import IndexCache, content_key
 from mindscape.memory.chunking import chunk_text
 from mindscape.memory.cluster import ClusterParams, soft_clusters
 from mindscape.memory.outline import detect_sections, resolve_anchor
-from mindscape.memory.sentences import split_sentences
+from mindscape.memory.sentence_split import split_sentences
 from mindscape.memory.summarize import SentenceBank, extractive_summary
 from mindscape.memory.windows import window_size, windows
 from mindscape.sources import decode_text, load_sources

@@ -13,7 +13,7 @@ from mindscape.prompts import answer, encode, fuse, probe, update
 from mindscape.reasoners.base import AnswerRequest, EncodeGroup, RefineRequest, UpdateRequest
 from mindscape.reasoners.llm import LLMReasoner
 from mindscape.reasoners.offline import OfflineReasoner
-from mindscape.reasoners.sentences import SentenceVectors
+from mindscape.reasoners.sentence_vectors import SentenceVectors
 from tests.fakes import HashingEmbedder, ScriptedChatModel
 
 MODULES = [answer, encode, fuse, probe, update]

@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 from mindscape.agents._common import doc_scope, emit, retrieval_settings, to_item, to_sig_unit
 from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
-from mindscape.memory.fusion import pack_budget
+from mindscape.memory.ranking import pack_budget
 from mindscape.state import EvidenceItem, ProbeHits, QAState
 
 

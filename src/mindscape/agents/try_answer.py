@@ -19,7 +19,7 @@ from mindscape.agents._common import cost, emit, exhausted, layer_rank
 from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
 from mindscape.llm import Usage
-from mindscape.memory.fusion import pack_budget
+from mindscape.memory.ranking import pack_budget
 from mindscape.reasoners.base import AnswerRequest
 from mindscape.state import Attempt, EvidenceItem, MemoryUnit, QAState
 

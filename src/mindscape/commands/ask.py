@@ -20,6 +20,7 @@ from typing import Any
 from mindscape.commands.common import add_model_options, add_store_option, settings_from_args
 from mindscape.errors import MindscapeError, StoreError
 from mindscape.presets import PRESET_NAMES
+from mindscape.reasoners.base import LLM_ROLES
 
 TASKS = ("open", "multiple-choice", "claim")
 
@@ -64,6 +65,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="let refinement rewrite the query (preset default)",
+    )
+    p.add_argument(
+        "--llm-roles",
+        default=None,
+        metavar="ROLES",
+        help="comma-separated query-time roles the LLM plays, of "
+        f"{','.join(LLM_ROLES)} (default: all; answer,update with the local model)",
     )
     add_model_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -174,6 +182,9 @@ def _ask(args: argparse.Namespace) -> dict[str, Any]:
         max_rounds=args.max_rounds,
         max_llm_calls=args.max_llm_calls,
         query_rewrite=args.rewrite,
+        llm_roles=[r.strip() for r in args.llm_roles.split(",") if r.strip()]
+        if args.llm_roles
+        else None,
     )
     docs = args.doc or []
     question: dict[str, Any] = {

@@ -4,16 +4,16 @@ Every function here is pure (no I/O, no global state) and works on plain Python 
 so it can be unit-tested on hand-made cases.
 
 Answer metrics
-    `normalize_answer` is the SQuAD normalisation. `exact_match`, `token_f1` and `rouge_l`
+    `normalize_answer` is the SQuAD normalisation (from :mod:`mindscape.answers`). `exact_match`, `token_f1` and `rouge_l`
     compare a prediction with one or more references and take the **max over references**
     (NarrativeQA and FairytaleQA ship two references per question).
     `rouge_l` is an own implementation (no `rouge-score` dependency): the F-measure of the
     longest common subsequence of the normalised tokens.
 
 Choice and claim metrics
-    `parse_choice` / `choice_accuracy` read a multiple-choice answer written as "B", "(B)",
-    "[B]", "B) text", "Answer: B", or the option text itself. `parse_claim` /
-    `claim_correct` read a TRUE/FALSE verdict. `nocha_pair_accuracy` scores NoCha claim
+    `choice_accuracy` and `claim_correct` read an answer with :mod:`mindscape.answers`
+    (`parse_choice`: "B", "(B)", "[B]", "B) text", "Answer: B", or the option text;
+    `parse_claim`: a leading true/false verdict), the same reader the reasoners use. `nocha_pair_accuracy` scores NoCha claim
     pairs: a pair counts only if every claim of that pair is correct.
 
 Retrieval metrics
@@ -27,9 +27,6 @@ Confidence intervals
 from __future__ import annotations
 
 import math
-import re
-import string
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from numbers import Integral
@@ -37,32 +34,13 @@ from typing import Any
 
 import numpy as np
 
+from mindscape.answers import letter_index, normalize_answer, parse_choice, parse_claim
+
 Span = tuple[int, int]
 """A half-open character interval `[start, end)`."""
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_ASCII_PUNCTUATION = frozenset(string.punctuation)
-
 
 # --------------------------------------------------------------------------- normalisation
-
-
-def _is_punctuation(char: str) -> bool:
-    """ASCII punctuation (as in SQuAD) plus any Unicode punctuation (curly quotes, dashes)."""
-    return char in _ASCII_PUNCTUATION or unicodedata.category(char).startswith("P")
-
-
-def normalize_answer(text: str) -> str:
-    """SQuAD normalisation: lowercase, drop punctuation and the articles a/an/the, collapse spaces.
-
-    One small extension of the official SQuAD script: Unicode punctuation (curly quotes,
-    em dashes, ...) is dropped too, not only `string.punctuation`. As in SQuAD, punctuation
-    is deleted, not replaced by a space ("well-to-do" -> "welltodo").
-    """
-    text = text.lower()
-    text = "".join(ch for ch in text if not _is_punctuation(ch))
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
 
 
 def normalized_tokens(text: str) -> list[str]:
@@ -165,69 +143,6 @@ def rouge_l(pred: str, refs: str | Iterable[str], beta: float = 1.0) -> float:
 
 # --------------------------------------------------------------------------- multiple choice
 
-_LETTER_ONLY = re.compile(r"^[(\[]?\s*([A-Za-z])\s*[)\].:]?$")
-_BRACKETED_PREFIX = re.compile(r"^[(\[]\s*([A-Za-z])\s*[)\]]")
-_LETTER_PREFIX = re.compile(r"^([A-Z])[).:](?:\s|$)")
-# Only the keyword is case-insensitive: the letter must be a capital, so that
-# "the answer is a dog" is not read as option A.
-_ANSWER_IS = re.compile(
-    r"\b(?i:answer|option|choice)\s*(?i:is)?\s*[:\-]?\s*[(\[]?\s*([A-Z])\s*(?:[)\].:,]|\s|$)"
-)
-
-
-def _letter_to_index(letter: str, n_options: int | None) -> int | None:
-    """'A' -> 0, 'b' -> 1, ...; None if the letter is past the last option."""
-    index = ord(letter.upper()) - ord("A")
-    if n_options is not None and not 0 <= index < n_options:
-        return None
-    return index
-
-
-def _match_option_text(pred: str, options: Sequence[str]) -> int | None:
-    """Index of the option whose normalised text equals the normalised prediction."""
-    pred_norm = normalize_answer(pred)
-    if not pred_norm:
-        return None
-    for index, option in enumerate(options):
-        if normalize_answer(option) == pred_norm:
-            return index
-    return None
-
-
-def parse_choice(pred: str | int | None, options: Sequence[str] | None = None) -> int | None:
-    """Read a multiple-choice answer and return the 0-based option index, or None.
-
-    Tried in this order (the first that matches wins):
-
-    1. an int is taken as the index itself;
-    2. the option text itself (compared after SQuAD normalisation), checked first so that
-       an option such as "A dog barks" is not misread as letter A;
-    3. a bare letter, optionally bracketed: "B", "b", "(B)", "[B]", "B.", "B)";
-    4. a bracketed letter at the start: "(B) text", "[B] text";
-    5. a capital letter with ")", "." or ":" at the start: "B) text", "B. text";
-    6. "answer is B", "Answer: (B)", "option C".
-
-    Letters past the last option give None.
-    """
-    n_options = len(options) if options else None
-    if pred is None or isinstance(pred, bool):
-        return None
-    if isinstance(pred, Integral):
-        index = int(pred)
-        return index if n_options is None or 0 <= index < n_options else None
-    text = str(pred).strip()
-    if not text:
-        return None
-    if options:
-        by_text = _match_option_text(text, options)
-        if by_text is not None:
-            return by_text
-    for pattern in (_LETTER_ONLY, _BRACKETED_PREFIX, _LETTER_PREFIX, _ANSWER_IS):
-        match = pattern.search(text)
-        if match:
-            return _letter_to_index(match.group(1), n_options)
-    return None
-
 
 def _gold_index(gold: str | int, n_options: int | None) -> int:
     """The gold option as an index: a letter ("B") or an int index."""
@@ -236,7 +151,7 @@ def _gold_index(gold: str | int, n_options: int | None) -> int:
     letter = str(gold).strip().strip("()[]").strip()
     if len(letter) != 1 or not letter.isalpha():
         raise ValueError(f"gold must be a single option letter or an index, got {gold!r}")
-    index = _letter_to_index(letter, n_options)
+    index = letter_index(letter, n_options)
     if index is None:
         raise ValueError(f"gold letter {gold!r} is past the last of {n_options} options")
     return index
@@ -255,22 +170,6 @@ def choice_accuracy(
 
 
 # --------------------------------------------------------------------------- claims
-
-_CLAIM_WORDS = {"true": True, "yes": True, "false": False, "no": False}
-_CLAIM_STRIP = string.whitespace + string.punctuation
-
-
-def parse_claim(pred: Any) -> bool | None:
-    """Read a TRUE/FALSE verdict: true/false/yes/no in any case, or a bool. Else None.
-
-    Surrounding whitespace and punctuation are ignored ("True.", "(FALSE)", "**yes**");
-    anything else, including "true, because ...", gives None.
-    """
-    if isinstance(pred, bool):
-        return pred
-    if not isinstance(pred, str):
-        return None
-    return _CLAIM_WORDS.get(pred.strip(_CLAIM_STRIP).lower())
 
 
 def _gold_claim(gold: Any) -> bool:

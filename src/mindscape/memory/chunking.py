@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mindscape.memory.sentences import Span, split_sentences
+from mindscape.memory.sentence_split import Span, split_sentences
 from mindscape.tokens import TokenCounter
 
 

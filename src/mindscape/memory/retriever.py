@@ -20,17 +20,17 @@ dev-split sweep behind the defaults.
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from cachetools import LRUCache
 from langchain_core.embeddings import Embeddings
 
 from mindscape.embeddings import encode_query
 from mindscape.memory import signature as sig
-from mindscape.memory.fusion import BM25Index, dedupe_near, hybrid_scores, pack_budget
+from mindscape.memory.ranking import BM25Index, dedupe_near, hybrid_scores, pack_budget
 from mindscape.memory.signature import SignatureParams
 from mindscape.memory.store import LayerView, MemoryStore
 from mindscape.memory.types import LAYERS, Hit, Layer, SignatureUnit
@@ -171,7 +171,7 @@ class _Scope:
             self.chunk_session[rows] = j
         self._unit_chunks: dict[Layer, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._bm25: BM25Index | None = None
-        self._bm25_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._bm25_cache: LRUCache[str, np.ndarray] = LRUCache(maxsize=32)
 
     def fresh(self, store: MemoryStore) -> bool:
         """True while the store still serves the views this scope was built from."""
@@ -190,10 +190,7 @@ class _Scope:
         """BM25 scores of every chunk for a query (the last few queries are cached)."""
         got = self._bm25_cache.get(query)
         if got is None:
-            got = self.bm25().scores(query)
-            self._bm25_cache[query] = got
-            while len(self._bm25_cache) > 32:
-                self._bm25_cache.popitem(last=False)
+            got = self._bm25_cache[query] = self.bm25().scores(query)
         return got
 
     def unit_chunks(self, layer: Layer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -278,10 +275,8 @@ class Retriever:
         self.settings = settings or RetrievalSettings()
         """Retrieval settings used when a call passes none."""
         self.counter = counter or default_counter()
-        self._scopes: OrderedDict[frozenset[str] | None, _Scope] = OrderedDict()
-        self._cache_size = cache_size
-        self._query_cache_size = query_cache_size
-        self._qvecs: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._scopes: LRUCache[frozenset[str] | None, _Scope] = LRUCache(maxsize=cache_size)
+        self._qvecs: LRUCache[str, np.ndarray] = LRUCache(maxsize=query_cache_size)
         self._tokens: dict[str, int] = {}
 
     # -- caches ----------------------------------------------------------------------
@@ -290,11 +285,7 @@ class Retriever:
         key = frozenset(doc_ids) if doc_ids is not None else None
         sc = self._scopes.get(key)
         if sc is None or not sc.fresh(self.store):
-            sc = _Scope(self.store, key)
-            self._scopes[key] = sc
-            while len(self._scopes) > self._cache_size:
-                self._scopes.popitem(last=False)
-        self._scopes.move_to_end(key)
+            sc = self._scopes[key] = _Scope(self.store, key)
         return sc
 
     def warm(self, doc_ids: Iterable[str] | None = None) -> None:
@@ -311,12 +302,7 @@ class Retriever:
         """Unit vector of a query (the last few are cached)."""
         v = self._qvecs.get(text)
         if v is None:
-            v = encode_query(self.embedder, text).astype(np.float32)
-            self._qvecs[text] = v
-            while len(self._qvecs) > self._query_cache_size:
-                self._qvecs.popitem(last=False)
-        else:
-            self._qvecs.move_to_end(text)
+            v = self._qvecs[text] = encode_query(self.embedder, text).astype(np.float32)
         return v
 
     def _tokens_of(self, unit_id: str, text: str) -> int:

@@ -10,7 +10,6 @@ is marked ``llm->offline``: a weak local model degrades the answer, never the ru
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import replace
 from typing import Any
 
@@ -18,6 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field, field_validator
 
 from mindscape import prompts
+from mindscape.answers import LETTERS, parse_choice, parse_claim
 from mindscape.llm import LLM, LLMOutputError, LLMSettings, TextCache, Usage, approx_tokens
 from mindscape.llm.client import is_request_error
 from mindscape.prompts import answer as answer_prompt
@@ -27,7 +27,7 @@ from mindscape.prompts import probe as probe_prompt
 from mindscape.prompts import update as update_prompt
 from mindscape.reasoners import grounding
 from mindscape.reasoners.base import (
-    LETTERS,
+    LLM_ROLES,
     AnswerRequest,
     EncodeGroup,
     EncodeResult,
@@ -158,7 +158,7 @@ def format_passages(items: list[EvidenceItem]) -> str:
 
 def top_passages(items: list[EvidenceItem], budget: int) -> list[EvidenceItem]:
     """The best-scoring items that fit `budget` tokens, best first."""
-    from mindscape.memory.fusion import pack_budget
+    from mindscape.memory.ranking import pack_budget
 
     return pack_budget(sorted(items, key=lambda i: -i["score"]), lambda i: int(i["tokens"]), budget)
 
@@ -171,16 +171,24 @@ def within(items: list[EvidenceItem], budget: int) -> list[EvidenceItem]:
 
 def in_order(items: list[EvidenceItem], budget: int) -> list[EvidenceItem]:
     """The items, in their (priority) order, while they fit `budget` tokens."""
-    from mindscape.memory.fusion import pack_budget
+    from mindscape.memory.ranking import pack_budget
 
     return pack_budget(items, lambda i: int(i["tokens"]), budget)
 
 
-def format_memory(units: list[MemoryUnit], fused: str = "") -> str:
-    """Memory units as lines, with the fused cue last."""
+def format_memory(units: list[MemoryUnit], fused: str = "", budget: int | None = None) -> str:
+    """Memory units as lines, with the fused cue last; with `budget` (approximate tokens),
+    the latest lines that fit, the fused cue first among them."""
     lines = [f"- [{u['layer']}] {u['probe']}: {u['cue']}" for u in units if u.get("cue")]
     if fused:
         lines.append(f"- [synthesis] {fused}")
+    if budget is not None:
+        kept: list[str] = []
+        for line in reversed(lines):
+            if approx_tokens("\n".join([line, *kept])) > budget:
+                break
+            kept.insert(0, line)
+        lines = kept
     return "\n".join(lines) or NONE_TEXT
 
 
@@ -204,34 +212,6 @@ def format_attempt(attempt: Attempt | None) -> str:
     )
 
 
-_LETTER = re.compile(r"^\s*[\(\[]?([A-Z])[\)\]\.:]?(?:\s|$)")
-
-
-def parse_letter(answer: str, options: list[str]) -> int | None:
-    """The chosen option: a leading letter ("B", "(B)", "B. text") or an option's text."""
-    m = _LETTER.match(answer.strip())
-    if m and LETTERS.index(m.group(1)) < len(options):
-        return LETTERS.index(m.group(1))
-    low = " ".join(answer.lower().split())
-    for i, option in enumerate(options):
-        if low and " ".join(option.lower().split()) in low:
-            return i
-    m = re.search(r"\b(?:option|answer)\s*:?\s*([A-Z])\b", answer)
-    if m and LETTERS.index(m.group(1)) < len(options):
-        return LETTERS.index(m.group(1))
-    return None
-
-
-def parse_claim(answer: str) -> str | None:
-    """TRUE / FALSE from a verdict text, or None."""
-    low = answer.strip().lower()
-    if low.startswith(("true", "yes", "supported")):
-        return "TRUE"
-    if low.startswith(("false", "no", "not supported", "refuted")):
-        return "FALSE"
-    return None
-
-
 # --------------------------------------------------------------------------- the reasoner
 
 
@@ -253,8 +233,11 @@ class LLMReasoner:
         cache: TextCache | None = None,
         shared: dict[str, Any] | None = None,
         passage_tokens: int = 1000,
+        roles: list[str] | tuple[str, ...] = LLM_ROLES,
     ) -> None:
         self.chat = chat
+        self.roles = frozenset(roles)
+        """The roles this model plays; the fallback (extractive) reasoner plays the others."""
         self.fallback = fallback
         self.passage_tokens = passage_tokens
         """Tokens of passages in one prompt (answer, update; split among encode's blocks,
@@ -301,6 +284,8 @@ class LLMReasoner:
     ) -> EncodeResult:
         if not groups:
             return EncodeResult(cues=[])
+        if "encode" not in self.roles:
+            return self.fallback.encode(question, groups, history, fuse=fuse, usage=usage)
         share = max(200, self.passage_tokens // len(groups))
         blocks = "\n\n".join(
             prompts.render(
@@ -339,6 +324,8 @@ class LLMReasoner:
         return EncodeResult(cues=cues, fused=(out.fused.strip() or None) if do_fuse else None)
 
     def fuse(self, question: str, units: list[MemoryUnit], *, usage: Usage) -> str:
+        if "fuse" not in self.roles:
+            return self.fallback.fuse(question, units, usage=usage)
         notes = "\n".join(
             prompts.render(fuse_prompt.NOTE, probe=u["probe"], layer=u["layer"], cue=u["cue"])
             for u in units
@@ -351,6 +338,8 @@ class LLMReasoner:
         )
 
     def answer(self, req: AnswerRequest, *, usage: Usage) -> Attempt:
+        if "answer" not in self.roles:
+            return self.fallback.answer(req, usage=usage)
         rules = {
             "multiple-choice": answer_prompt.CHOICE_RULES,
             "claim": answer_prompt.CLAIM_RULES,
@@ -371,12 +360,17 @@ class LLMReasoner:
             else ""
         )
         memory_block = (
-            prompts.render(answer_prompt.MEMORY_BLOCK, memory=format_memory(req.memory, req.fused))
+            prompts.render(
+                answer_prompt.MEMORY_BLOCK,
+                memory=format_memory(req.memory, req.fused, budget=self.passage_tokens // 4),
+            )
             if req.memory or req.fused
             else ""
         )
+        # the passage budget covers everything read: signature, memory and passages
         shown = in_order(
-            req.passages, max(200, self.passage_tokens - approx_tokens(signature_block))
+            req.passages,
+            max(200, self.passage_tokens - approx_tokens(signature_block + memory_block)),
         )
         prompt = prompts.render(
             answer_prompt.USER,
@@ -412,12 +406,12 @@ class LLMReasoner:
         sufficient = out.sufficient and bool(answer) and answer not in {"*", "-"}
         choice = None
         if task == "multiple-choice" and options:
-            choice = parse_letter(answer, options)
+            choice = parse_choice(answer, options)
             answer = LETTERS[choice] if choice is not None else answer
             sufficient = sufficient and choice is not None
         elif task == "claim":
             verdict = parse_claim(answer)
-            answer = verdict or answer
+            answer = answer if verdict is None else ("TRUE" if verdict else "FALSE")
             sufficient = sufficient and verdict is not None
         confidence = grounding.grounded_confidence(
             sufficient=sufficient,
@@ -437,6 +431,8 @@ class LLMReasoner:
         )
 
     def refine(self, req: RefineRequest, *, usage: Usage) -> RefineResult:
+        if "probe" not in self.roles:
+            return self.fallback.refine(req, usage=usage)
         prompt = prompts.render(
             probe_prompt.USER,
             question=req.question,
@@ -469,6 +465,8 @@ class LLMReasoner:
         )
 
     def update(self, req: UpdateRequest, *, usage: Usage) -> UpdateResult:
+        if "update" not in self.roles:
+            return self.fallback.update(req, usage=usage)
         prompt = prompts.render(
             update_prompt.USER,
             question=req.question,

@@ -2,7 +2,7 @@
 
 It is the default backend and a real baseline, not a mock. Everything is scored with the
 store's embedder (sentence vectors mostly come from the index cache, see
-:mod:`mindscape.reasoners.sentences`) plus a small lexical term:
+:mod:`mindscape.reasoners.sentence_vectors`) plus a small lexical term:
 
 * **Mem-Encode**: a cue is the evidence sentences most similar to "question + probe".
 * **Mem-Fuse**: the pool's cue sentences most similar to the question.
@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from mindscape.answers import LETTERS
 from mindscape.llm import Usage
 from mindscape.reasoners.base import (
-    LETTERS,
     AnswerRequest,
     EncodeGroup,
     EncodeResult,
@@ -36,7 +36,7 @@ from mindscape.reasoners.base import (
     UpdateRequest,
     UpdateResult,
 )
-from mindscape.reasoners.sentences import Sentence, SentenceVectors
+from mindscape.reasoners.sentence_vectors import Sentence, SentenceVectors
 from mindscape.reasoners.text import content_words, names, overlap, short_span, words
 from mindscape.state import Attempt, EvidenceItem, MemoryUnit, norm_probe
 
@@ -131,7 +131,7 @@ class OfflineReasoner:
         return v / (np.linalg.norm(v) or 1.0)
 
     def fuse(self, question: str, units: list[MemoryUnit], *, usage: Usage) -> str:
-        from mindscape.memory.sentences import split_sentences
+        from mindscape.memory.sentence_split import split_sentences
 
         texts = [u["cue"][s:e] for u in units for s, e in split_sentences(u["cue"])]
         ranked, _ = self._rank_texts(question, texts)

@@ -11,17 +11,17 @@ are matched by text against the cached sentences of the chunks it covers. Only w
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from cachetools import LRUCache
 from langchain_core.embeddings import Embeddings
 
 from mindscape.embeddings import embedder_id, encode, encode_query
 from mindscape.memory.cache import content_key
-from mindscape.memory.sentences import split_sentences
+from mindscape.memory.sentence_split import split_sentences
 from mindscape.state import EvidenceItem
 
 #: Summaries covering more chunks than this are matched against the first ones only.
@@ -41,22 +41,6 @@ class Sentence:
 
 def _norm(text: str) -> str:
     return " ".join(text.split())
-
-
-class _Memo:
-    """A bounded text → vector memo (oldest entries evicted first)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.data: OrderedDict[str, np.ndarray] = OrderedDict()
-
-    def get(self, key: str) -> np.ndarray | None:
-        return self.data.get(key)
-
-    def put(self, key: str, vec: np.ndarray) -> None:
-        self.data[key] = vec
-        if len(self.data) > self.size:
-            self.data.popitem(last=False)
 
 
 class SentenceVectors:
@@ -83,8 +67,8 @@ class SentenceVectors:
         """Optional shared query embedder (the retriever's cached `embed_query`): a probe the
         retriever already embedded costs nothing here."""
         self._emb_id = embedder_id(embedder)
-        self._memo = _Memo(memo_size)
-        self._queries = _Memo(2_000)
+        self._memo: LRUCache[str, np.ndarray] = LRUCache(maxsize=memo_size)
+        self._queries: LRUCache[str, np.ndarray] = LRUCache(maxsize=2_000)
         self._dim: int | None = None
         self.embedded = 0
         """Texts that went through the embedder (for tests and benchmarks)."""
@@ -99,7 +83,7 @@ class SentenceVectors:
             else:
                 hit = encode_query(self.embedder, text)
                 self.embedded += 1
-            self._queries.put(text, hit)
+            self._queries[text] = hit
             self._dim = hit.shape[0]
         return hit
 
@@ -111,7 +95,7 @@ class SentenceVectors:
             vecs = encode(self.embedder, todo)
             self.embedded += len(todo)
             for k, v in zip(todo, vecs, strict=True):
-                self._memo.put(k, v)
+                self._memo[k] = v
         if not keys:
             return np.zeros((0, self.dim), np.float32)
         return np.vstack([self._memo.get(k) for k in keys]).astype(np.float32)  # type: ignore[misc]
@@ -195,11 +179,11 @@ class SentenceVectors:
             spans = split_sentences(text)
             if len(spans) != arr.shape[0] - 1:
                 continue  # the indexer cut a long sentence: let the embedder handle it
-            self._memo.put(_norm(text), arr[0])
+            self._memo[_norm(text)] = arr[0]
             for (s, e), vec in zip(spans, arr[1:], strict=True):
                 key_s = _norm(text[s:e])
                 if self._memo.get(key_s) is None:
-                    self._memo.put(key_s, vec)
+                    self._memo[key_s] = vec
 
     def _known(self, chunk_text: str) -> bool:
         return self._memo.get(_norm(chunk_text)) is not None
