@@ -180,3 +180,19 @@ def test_input_keys_follow_the_input_schema() -> None:
         == ("question", "doc_id", "doc_ids", "task", "options")
     )
     assert qa.INPUT_KEYS is embed.INPUT_KEYS is INPUT_KEYS
+
+
+@pytest.mark.parametrize("name", PRESET_NAMES)
+def test_retrieval_and_signature_settings_come_from_the_resolved_context(name: str) -> None:
+    from mindscape.agents._common import retrieval_settings, signature_params
+
+    ctx = Context(preset=name, hybrid_weight=0.2, k0=30).resolved()
+    values = PRESETS[name].values
+    rs = retrieval_settings(ctx, {"veridical": 100}, signed=True)
+    assert rs.chunk_mode == values["chunk_mode"] and rs.alpha == values["alpha"]
+    assert rs.narrative_order == values["narrative_order"] and rs.hybrid_weight == 0.2
+    assert retrieval_settings(ctx, {}, signed=False).alpha == 0.0
+    sp = signature_params(ctx)
+    assert sp.activation == values["activation"] and sp.k0 == 30
+    with pytest.raises(ValueError, match="unset"):
+        retrieval_settings(Context(preset=name), {}, signed=True)

@@ -150,10 +150,26 @@ def test_signature_conditions_retrieval_only_when_present() -> None:
 def test_collapsed_tree_packs_all_layers_into_one_budget() -> None:
     d = deps()
     state = {"question": Q, "query": Q, "rounds": 0}
-    out = run(make_tri_layer_retrieve, d, state, preset="raptor", collapse_budget=40)
-    assert sum(i["tokens"] for i in out["retrieved"]) <= 40
-    scores = [i["score"] for i in out["retrieved"]]
-    assert out["retrieved"] and min(scores) >= 0
+    out = run(make_tri_layer_retrieve, d, state, preset="raptor", collapse_budget=120)
+    assert sum(i["tokens"] for i in out["retrieved"]) <= 120
+    assert len({i["layer"] for i in out["retrieved"]}) >= 2  # one ranking across the layers
+
+
+def test_collapse_keeps_the_best_scores_across_layers_within_the_budget() -> None:
+    from mindscape.agents.tri_layer_retrieve import collapse_hits
+
+    def item(uid: str, score: float, tokens: int) -> dict:
+        return {"unit_id": uid, "score": score, "tokens": tokens}
+
+    groups = [
+        {"probe": "q", "layer": "veridical", "items": [item("c1", 0.9, 10), item("c2", 0.3, 10)]},
+        {"probe": "q", "layer": "semantic", "items": [item("s1", 0.8, 10), item("s2", 0.7, 30)]},
+        {"probe": "q", "layer": "episodic", "items": [item("e1", 0.5, 10)]},
+    ]
+    out = collapse_hits(groups, 30)  # type: ignore[arg-type]
+    kept = {g["layer"]: [i["unit_id"] for i in g["items"]] for g in out}
+    # c1, s1 fit (20); s2 (30) does not; e1 (0.5) is next best and fits; c2 (0.3) is left out
+    assert kept == {"veridical": ["c1"], "semantic": ["s1"], "episodic": ["e1"]}
 
 
 # ---------------------------------------------------------------- signature_update
@@ -373,7 +389,7 @@ def test_multiple_choice_and_claim_formats_offline() -> None:
         },
         preset="naive",
     )
-    assert claim["attempts"][0]["answer"] in {"TRUE", "FALSE"}
+    assert claim["attempts"][0]["answer"] == "TRUE"  # the story says so (tale:c5)
 
 
 # ---------------------------------------------------------------- refine

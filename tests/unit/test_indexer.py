@@ -51,7 +51,10 @@ def test_every_unit_maps_to_existing_chunks_and_layers_are_filled(tmp_path, stor
     semantic = store.view("semantic").units
     top = max(u.level for u in semantic)
     roots = [u for u in semantic if u.level == top]
-    assert top == 0 or (len(roots) == 1 and set(roots[0].chunk_ids) == chunk_ids)
+    assert top >= 1 and len(roots) == 1 and set(roots[0].chunk_ids) == chunk_ids
+    for level in range(top + 1):  # every level covers every chunk (RAPTOR's soft clusters
+        covered = {c for u in semantic if u.level == level for c in u.chunk_ids}  # may overlap)
+        assert covered == chunk_ids
     assert store.summary()["documents"] == 1
 
 

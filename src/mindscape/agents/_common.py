@@ -50,7 +50,7 @@ def doc_scope(state: QAState) -> set[str] | None:
 
 
 def signature_params(ctx: Context) -> SignatureParams:
-    """The signature settings of a run."""
+    """The signature settings of a run: the one mapping from a resolved Context."""
     return SignatureParams(
         k=ctx.signature_k,
         k0=ctx.k0,
@@ -59,23 +59,31 @@ def signature_params(ctx: Context) -> SignatureParams:
         lambda_d=ctx.lambda_d,
         relevance=ctx.signature_relevance,
         match=ctx.signature_match,
-        activation=ctx.activation or "dense",
+        activation=_resolved(ctx.activation, "activation"),
         hybrid_weight=ctx.hybrid_weight,
     )
 
 
 def retrieval_settings(ctx: Context, budgets: dict[str, int], *, signed: bool) -> RetrievalSettings:
-    """The retriever's settings for one query of a round."""
+    """The retriever's settings for one query of a round: the one mapping from a resolved
+    Context (α is 0 without a signature)."""
     return RetrievalSettings(
-        alpha=float(ctx.alpha or 0.0) if signed else 0.0,
-        signature_mode=ctx.signature_mode or "region",
+        alpha=_resolved(ctx.alpha, "alpha") if signed else 0.0,
+        signature_mode=_resolved(ctx.signature_mode, "signature_mode"),
         budgets=budgets,
         top_n=ctx.top_n,
-        chunk_mode=ctx.chunk_mode or "dense",
+        chunk_mode=_resolved(ctx.chunk_mode, "chunk_mode"),
         hybrid_weight=ctx.hybrid_weight,
         gate=ctx.gate,
-        narrative_order=bool(ctx.narrative_order),
+        narrative_order=_resolved(ctx.narrative_order, "narrative_order"),
     )
+
+
+def _resolved(value: Any, name: str) -> Any:
+    """A preset-decided Context value, which :meth:`Context.resolved` always fills."""
+    if value is None:
+        raise ValueError(f"Context.{name} is unset: pass ctx.resolved() (ctx_of does)")
+    return value
 
 
 def to_item(hit: Hit, *, round_: int, probe: str) -> EvidenceItem:
