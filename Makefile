@@ -46,6 +46,7 @@ test-unit: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks notebooks
 	$(VENV)/bin/ruff format --check src tests benchmarks notebooks
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -159,6 +159,13 @@ class Context:
             "like the average one so far would pass it (8000; comorag: 300000)."
         ),
     )
+    local_max_tokens: int | None = field(
+        default=3000,
+        metadata=_d(
+            "Cap on max_tokens when the local model answers: about two answer rounds, ~30 s at "
+            "100 prompt tokens/s (two idle cores). None: no cap."
+        ),
+    )
     max_probes: int | None = field(
         default=None, metadata=_d("Self-Probe: most new probes per round (≤3).")
     )
@@ -261,10 +268,10 @@ class Context:
         if self.llm_roles is not None:
             from mindscape.reasoners.base import LLM_ROLES
 
-            unknown = sorted(set(self.llm_roles) - set(LLM_ROLES))
-            if unknown:
+            roles = sorted(set(self.llm_roles) - set(LLM_ROLES))
+            if roles:
                 raise ValueError(
-                    f"llm_roles must be among {', '.join(LLM_ROLES)}; got {', '.join(unknown)}"
+                    f"llm_roles must be among {', '.join(LLM_ROLES)}; got {', '.join(roles)}"
                 )
         if self.max_probes is not None and not 0 <= self.max_probes <= 3:
             raise ValueError(f"max_probes must be in 0..3, got {self.max_probes}")

@@ -51,7 +51,7 @@ def open_store(path: str | Path) -> MemoryStore:
     with _LOCK:
         if key not in _STORES:
             _STORES[key] = MemoryStore.open_existing(key)
-        return _STORES[key]  # type: ignore[no-any-return]
+        return _STORES[key]
 
 
 @dataclass
@@ -127,7 +127,7 @@ class Deps:
             backend, notice = resolve_backend(settings)
             if notice:
                 logger.warning("%s", notice)
-            settings = replace(settings, backend=backend)  # type: ignore[arg-type]
+            settings = replace(settings, backend=backend)
         self.llm_settings = settings
         return settings
 
@@ -138,6 +138,15 @@ class Deps:
         if self.chat is not None:
             return "llm"
         return "extractive" if self.settings().backend == "extractive" else "llm"
+
+    def token_budget(self, ctx: Context) -> int | None:
+        """A question's token budget: ``ctx.max_tokens``, capped by ``ctx.local_max_tokens``
+        when the local model answers (its prompt tokens cost 10–25 ms each on two cores)."""
+        budget = ctx.max_tokens
+        local = self.backend(ctx) == "llm" and self.settings().backend == "local"
+        if local and ctx.local_max_tokens is not None:
+            budget = ctx.local_max_tokens if budget is None else min(budget, ctx.local_max_tokens)
+        return budget
 
     def sentence_vectors(self, ctx: Context) -> Any:
         """Sentence vectors over the run's store (memo shared across runs)."""
@@ -186,7 +195,7 @@ class Deps:
         """The reasoner behind the LLM roles for this run."""
         offline = self.offline_reasoner(ctx)
         if self.backend(ctx) == "extractive":
-            return offline  # type: ignore[no-any-return]
+            return offline
         from mindscape.reasoners.base import LLM_ROLES, LOCAL_LLM_ROLES
         from mindscape.reasoners.llm import LLMReasoner
 
@@ -195,7 +204,7 @@ class Deps:
         roles = ctx.llm_roles
         if roles is None:
             roles = list(LOCAL_LLM_ROLES if settings.backend == "local" else LLM_ROLES)
-        return LLMReasoner(  # type: ignore[return-value]
+        return LLMReasoner(
             chat,
             offline,
             settings=settings,

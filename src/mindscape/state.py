@@ -212,7 +212,7 @@ class QAOutput(TypedDict):
     confidence: NotRequired[float]
     sufficient: NotRequired[bool]
     """False when even the best attempt found the evidence insufficient."""
-    task: NotRequired[str]
+    task: NotRequired[str | None]
     evidence: NotRequired[list[EvidenceItem]]
     """The evidence the answer rests on (its support first, then the best-scoring rest)."""
     signature: NotRequired[list[SignatureItem]]
@@ -253,6 +253,9 @@ class QAState(QAInput, QAOutput):
     """The latest signature update: decision, next_query, reason (MiA's UPDATE)."""
     decision: NotRequired[str]
     """ANSWER | REFINE | STOP, written by `refine`; the router reads it."""
+    token_budget: NotRequired[int | None]
+    """This question's token budget (in + out): ``Context.max_tokens``, capped by
+    ``Context.local_max_tokens`` when the local model answers. None: no budget."""
 
 
 COUNTERS: tuple[str, ...] = ("rounds", "llm_calls", "tokens_in", "tokens_out")

@@ -196,3 +196,31 @@ def test_retrieval_and_signature_settings_come_from_the_resolved_context(name: s
     assert sp.activation == values["activation"] and sp.k0 == 30
     with pytest.raises(ValueError, match="unset"):
         retrieval_settings(Context(preset=name), {}, signed=True)
+
+
+def test_the_local_model_caps_the_token_budget() -> None:
+    from mindscape.agents._common import exhausted
+    from mindscape.deps import Deps
+    from mindscape.llm import LLMSettings
+    from tests.fakes import ScriptedChatModel
+
+    def budget(backend: str, **ctx: object) -> int | None:
+        d = Deps(chat=ScriptedChatModel(), llm_settings=LLMSettings(backend=backend))  # type: ignore[arg-type]
+        return d.token_budget(Context(**ctx).resolved())  # type: ignore[arg-type]
+
+    assert budget("local") == 3000 and budget("openai") == 8000
+    assert budget("local", local_max_tokens=None) == 8000
+    assert budget("local", max_tokens=2000) == 2000
+    assert budget("local", preset="comorag", local_max_tokens=50_000) == 50_000
+    assert (
+        Deps(llm_settings=LLMSettings(backend="local")).token_budget(
+            Context(backend="extractive").resolved()
+        )
+        == 8000
+    )  # no model answers: no cap
+    ctx = Context().resolved()  # max_tokens 8000
+    state = {"question": "q", "rounds": 1, "tokens_in": 1400, "tokens_out": 100}
+    assert exhausted(state, ctx) is None  # another 1.5K round fits 8000
+    assert exhausted({**state, "token_budget": 3000}, ctx) is None  # 1.5K + 1.5K = 3000
+    assert exhausted({**state, "tokens_in": 1600, "token_budget": 3000}, ctx) == "tokens"
+    assert exhausted({**state, "tokens_in": 10**6, "token_budget": None}, ctx) is None

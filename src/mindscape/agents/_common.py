@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
+
+from langgraph.runtime import Runtime
 
 from mindscape.context import Context
 from mindscape.llm import Usage
@@ -12,6 +14,12 @@ from mindscape.memory.types import Hit, SignatureUnit
 from mindscape.state import Attempt, EvidenceItem, QAState, SignatureItem
 
 LAYER_ORDER: tuple[str, ...] = ("veridical", "semantic", "episodic", "outline")
+
+
+class Node(Protocol):
+    """A QA graph node: the state and the run's runtime in, a state update out."""
+
+    def __call__(self, state: QAState, runtime: Runtime[Context]) -> dict[str, Any]: ...
 
 
 def emit(runtime: Any, event: str, **data: Any) -> None:
@@ -29,7 +37,9 @@ def exhausted(state: QAState, ctx: Context) -> str | None:
         return "llm_calls"
     spent = state.get("tokens_in", 0) + state.get("tokens_out", 0)
     rounds = state.get("rounds", 0)
-    budget = ctx.max_tokens if ctx.max_tokens is not None else float("inf")
+    budget: float = state["token_budget"] if "token_budget" in state else ctx.max_tokens  # type: ignore[assignment]
+    if budget is None:
+        budget = float("inf")
     if spent >= budget or (rounds and spent + spent / rounds > budget):
         return "tokens"  # spent, or another round like the average one would pass it
     return None

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from langgraph.runtime import Runtime
 
-from mindscape.agents._common import cost, emit
+from mindscape.agents._common import Node, cost, emit
 from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
 from mindscape.llm import Usage
@@ -85,7 +85,7 @@ def encode_groups(
     return result.cues, result.fused
 
 
-def make_evidence_fuse(deps: Deps):  # noqa: ANN201 - a LangGraph node
+def make_evidence_fuse(deps: Deps) -> Node:
     """The `evidence_fuse` node bound to `deps`."""
 
     def evidence_fuse(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:

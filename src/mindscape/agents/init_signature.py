@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from mindscape.agents._common import doc_scope, emit, signature_params, to_sig_item
+from mindscape.agents._common import Node, doc_scope, emit, signature_params, to_sig_item
 from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
 from mindscape.errors import StoreError
@@ -35,7 +35,7 @@ def check_input(state: QAState, known_docs: set[str] | None) -> str:
     return task
 
 
-def make_init_signature(deps: Deps):  # noqa: ANN201 - a LangGraph node
+def make_init_signature(deps: Deps) -> Node:
     """The `init_signature` node bound to `deps`."""
 
     def init_signature(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -47,7 +47,7 @@ def make_init_signature(deps: Deps):  # noqa: ANN201 - a LangGraph node
             units = deps.get_retriever(ctx).signature(
                 question,
                 doc_ids=doc_scope(state),
-                method=ctx.signature,
+                method=str(ctx.signature),
                 params=signature_params(ctx),
             )
             signature = [to_sig_item(u) for u in units]
@@ -79,6 +79,7 @@ def make_init_signature(deps: Deps):  # noqa: ANN201 - a LangGraph node
             "sufficient": False,
             "evidence": [],
             "stop_reason": "",
+            "token_budget": deps.token_budget(ctx),
         }
 
     return init_signature

@@ -25,7 +25,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from mindscape.agents._common import best_attempt, cost, emit, exhausted, layer_rank
+from mindscape.agents._common import Node, best_attempt, cost, emit, exhausted, layer_rank
 from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
 from mindscape.llm import Usage
@@ -40,7 +40,7 @@ def final_evidence(state: QAState, attempt: Attempt | None, limit: int) -> list[
     """The attempt's support first, then source chunks by score, then summaries; `limit` items."""
     items = state.get("retrieved") or []
     by_id = {i["unit_id"]: i for i in items}
-    support = [by_id[u] for u in (attempt or {}).get("support", []) if u in by_id]
+    support = [by_id[u] for u in (attempt["support"] if attempt else []) if u in by_id]
     taken = {i["unit_id"] for i in support}
     rest = sorted(
         (i for i in items if i["unit_id"] not in taken),
@@ -128,14 +128,15 @@ def self_probe(
     found = any(g["items"] for g in state.get("round_hits") or [])
     if decision == "REFINE" and not probes and query == state.get("query") and not found:
         return "STOP", "exhausted", [], query
-    spent = {k: state.get(k, 0) + v for k, v in cost(usage).items()}
+    counters: dict[str, Any] = dict(state)
+    spent = {k: int(counters.get(k) or 0) + v for k, v in cost(usage).items()}
     over = exhausted({**state, **spent}, ctx)  # type: ignore[typeddict-item]
     if decision == "REFINE" and over:
         return "STOP", over, probes, query
     return decision, reason, probes, query
 
 
-def make_refine(deps: Deps):  # noqa: ANN201 - a LangGraph node
+def make_refine(deps: Deps) -> Node:
     """The `refine` node bound to `deps`."""
 
     def refine(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ edge cases are unit-testable with plain dicts.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langgraph.graph import END
 
@@ -19,8 +19,6 @@ Route = Literal["tri_layer_retrieve", "__end__"]
 
 def route_after_refine(state: QAState, runtime: Any = None) -> Route:
     """`tri_layer_retrieve` on REFINE with budget left; END on ANSWER, STOP or any exhausted budget."""
-    if state.get("decision") != "REFINE":
-        return END
-    if exhausted(state, ctx_of(runtime)) is not None:
-        return END
+    if state.get("decision") != "REFINE" or exhausted(state, ctx_of(runtime)) is not None:
+        return cast(Route, END)
     return "tri_layer_retrieve"

@@ -17,7 +17,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from mindscape.agents._common import cost, doc_scope, emit, signature_params, to_sig_item
+from mindscape.agents._common import Node, cost, doc_scope, emit, signature_params, to_sig_item
 from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
 from mindscape.llm import Usage
@@ -41,7 +41,7 @@ def choose(ids: list[str] | None, pool: list[SignatureItem], k: int) -> list[Sig
     return (picked or pool)[:k]
 
 
-def make_signature_update(deps: Deps):  # noqa: ANN201 - a LangGraph node
+def make_signature_update(deps: Deps) -> Node:
     """The `signature_update` node bound to `deps`."""
 
     def signature_update(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from mindscape.agents._common import doc_scope, emit, retrieval_settings, to_item, to_sig_unit
+from mindscape.agents._common import Node, doc_scope, emit, retrieval_settings, to_item, to_sig_unit
 from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
 from mindscape.memory.ranking import pack_budget
@@ -46,7 +46,7 @@ def collapse_hits(groups: list[ProbeHits], budget: int) -> list[ProbeHits]:
     return out
 
 
-def make_tri_layer_retrieve(deps: Deps):  # noqa: ANN201 - a LangGraph node
+def make_tri_layer_retrieve(deps: Deps) -> Node:
     """The `tri_layer_retrieve` node bound to `deps`."""
 
     def tri_layer_retrieve(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:

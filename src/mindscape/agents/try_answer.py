@@ -15,7 +15,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from mindscape.agents._common import cost, emit, exhausted, layer_rank
+from mindscape.agents._common import Node, cost, emit, exhausted, layer_rank
 from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
 from mindscape.llm import Usage
@@ -46,7 +46,7 @@ def visible_memory(state: QAState, notes: bool) -> list[MemoryUnit]:
     return [u for u in pool if u["round"] == round_ and u["layer"] != "fusion"]
 
 
-def make_try_answer(deps: Deps):  # noqa: ANN201 - a LangGraph node
+def make_try_answer(deps: Deps) -> Node:
     """The `try_answer` node bound to `deps`."""
 
     def try_answer(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:

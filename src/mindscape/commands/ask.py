@@ -15,12 +15,13 @@ import argparse
 import json
 import sys
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from mindscape.commands.common import add_model_options, add_store_option, settings_from_args
 from mindscape.errors import MindscapeError, StoreError
 from mindscape.presets import PRESET_NAMES
 from mindscape.reasoners.base import LLM_ROLES
+from mindscape.state import QAInput
 
 TASKS = ("open", "multiple-choice", "claim")
 
@@ -147,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _ask(args: argparse.Namespace) -> dict[str, Any]:
+    from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.memory import InMemorySaver
 
     from mindscape.context import Context
@@ -187,7 +189,7 @@ def _ask(args: argparse.Namespace) -> dict[str, Any]:
         else None,
     )
     docs = args.doc or []
-    question: dict[str, Any] = {
+    question: QAInput = {
         "question": args.question,
         "doc_id": docs[0] if len(docs) == 1 else None,
         "doc_ids": docs if len(docs) > 1 else None,
@@ -195,7 +197,7 @@ def _ask(args: argparse.Namespace) -> dict[str, Any]:
         "options": args.option,
     }
     app = build_qa_graph(deps).compile(checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": f"ask-{uuid.uuid4().hex[:8]}"}}
+    config: RunnableConfig = {"configurable": {"thread_id": f"ask-{uuid.uuid4().hex[:8]}"}}
     if not args.stream:
         return dict(app.invoke(question, config, context=ctx, durability="exit"))
     for mode, chunk in app.stream(
@@ -207,7 +209,7 @@ def _ask(args: argparse.Namespace) -> dict[str, Any]:
                     json.dumps({"progress": chunk}, ensure_ascii=False, default=str) + "\n"
                 )
             else:
-                sys.stderr.write(_event_line(chunk) + "\n")
+                sys.stderr.write(_event_line(cast(dict[str, Any], chunk)) + "\n")
             (sys.stdout if args.json else sys.stderr).flush()
     values = app.get_state(config).values
     return {k: values.get(k) for k in values}

@@ -16,18 +16,17 @@ Two ways (STYLE §7.6):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableLambda
-from langgraph.graph.state import CompiledStateGraph
 
 from mindscape.context import Context
 from mindscape.deps import Deps
-from mindscape.graphs.qa import build_qa_graph
-from mindscape.state import INPUT_KEYS
+from mindscape.graphs.qa import QAGraph, build_qa_graph
+from mindscape.state import INPUT_KEYS, QAInput
 
 
-def qa_subgraph(deps: Deps | None = None, *, name: str = "mindscape") -> CompiledStateGraph:
+def qa_subgraph(deps: Deps | None = None, *, name: str = "mindscape") -> QAGraph:
     """The QA graph compiled for use as a node (the parent owns persistence)."""
     return build_qa_graph(deps).compile(name=name)
 
@@ -41,7 +40,7 @@ def default_to_input(state: Any) -> dict[str, Any]:
             if getattr(message, "type", None) == "human" or (
                 isinstance(message, Mapping) and message.get("role") == "user"
             ):
-                out["question"] = str(getattr(message, "text", None) or message.get("content"))  # type: ignore[union-attr]
+                out["question"] = str(getattr(message, "text", None) or message.get("content"))
                 break
     if "question" not in out:
         raise ValueError("the parent state has no `question` and no human message to ask about")
@@ -49,14 +48,14 @@ def default_to_input(state: Any) -> dict[str, Any]:
 
 
 def make_qa_node(
-    qa: CompiledStateGraph | None = None,
+    qa: QAGraph | None = None,
     *,
     deps: Deps | None = None,
     context: Context | None = None,
     to_input: Callable[[Any], dict[str, Any]] = default_to_input,
     from_output: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     output_key: str = "qa",
-) -> RunnableLambda:
+) -> RunnableLambda[Any, dict[str, Any]]:
     """A parent-graph node that asks the QA graph and writes its answer back.
 
     Args:
@@ -74,9 +73,9 @@ def make_qa_node(
         return from_output(dict(out)) if from_output else {output_key: dict(out)}
 
     def ask(state: Any) -> dict[str, Any]:
-        return back(graph.invoke(to_input(state), context=ctx))
+        return back(graph.invoke(cast(QAInput, to_input(state)), context=ctx))
 
     async def aask(state: Any) -> dict[str, Any]:
-        return back(await graph.ainvoke(to_input(state), context=ctx))
+        return back(await graph.ainvoke(cast(QAInput, to_input(state)), context=ctx))
 
     return RunnableLambda(ask, afunc=aask, name="ask_mindscape")

@@ -24,7 +24,7 @@ builds everything on first use.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, cast
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -52,7 +52,11 @@ NODES: tuple[str, ...] = (
 )
 
 
-def build_qa_graph(deps: Deps | None = None) -> StateGraph:
+QAGraph = CompiledStateGraph[QAState, Context, QAInput, QAOutput]
+"""The compiled QA graph's type."""
+
+
+def build_qa_graph(deps: Deps | None = None) -> StateGraph[QAState, Context, QAInput, QAOutput]:
     """The uncompiled QA graph with `deps` bound into its nodes (default: lazy `Deps()`)."""
     deps = deps if deps is not None else Deps.default()
     builder = StateGraph(
@@ -77,7 +81,7 @@ def build_qa_graph(deps: Deps | None = None) -> StateGraph:
 graph = build_qa_graph().compile(name="mindscape")
 """The compiled graph LangGraph Studio / Server loads (see langgraph.json)."""
 
-_APPS: dict[int, tuple[Deps, CompiledStateGraph]] = {}
+_APPS: dict[int, tuple[Deps, QAGraph]] = {}
 _DEFAULT_DEPS: list[Deps] = []
 _LOCK = threading.Lock()
 
@@ -105,6 +109,6 @@ def answer_question(
             _APPS[id(deps)] = (deps, build_qa_graph(deps).compile(name="mindscape"))
         app = _APPS[id(deps)][1]
     data = {"question": question} if isinstance(question, str) else question
-    payload = {k: data[k] for k in INPUT_KEYS if data.get(k) is not None}
+    payload = cast(QAInput, {k: data[k] for k in INPUT_KEYS if data.get(k) is not None})
     ctx = Context.from_preset(preset, store=store, **settings)
     return dict(app.invoke(payload, context=ctx))

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from mindscape.context import Context
 from mindscape.deps import Deps
 from mindscape.graphs.embed import qa_subgraph
+from mindscape.state import QAInput
 
 DESCRIPTION = (
     "Answer a question about a book in the mindscape store by reading it with a retrieval "
@@ -78,7 +79,7 @@ def make_qa_tool(
     ) -> str:
         return tool_result(
             graph.invoke(
-                {"question": question, "doc_id": doc_id, "task": task, "options": options},
+                QAInput(question=question, doc_id=doc_id, task=task, options=options),
                 context=ctx,
             )
         )
@@ -91,7 +92,7 @@ def make_qa_tool(
     ) -> str:
         return tool_result(
             await graph.ainvoke(
-                {"question": question, "doc_id": doc_id, "task": task, "options": options},
+                QAInput(question=question, doc_id=doc_id, task=task, options=options),
                 context=ctx,
             )
         )

@@ -62,11 +62,12 @@ def make_chat_model(
             "base_url (MINDSCAPE_LLM_BASE_URL) at a local OpenAI-compatible server"
         )
     from langchain_openai import ChatOpenAI
+    from pydantic import SecretStr
 
     return ChatOpenAI(
         model=settings.model_name(),
         base_url=base_url,
-        api_key=key,
+        api_key=SecretStr(key),
         temperature=settings.temperature,
         timeout=settings.timeout_s,
         max_retries=client_retries,

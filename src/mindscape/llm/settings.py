@@ -197,7 +197,7 @@ def _convert(name: str, raw: str) -> Any:
     return raw
 
 
-def resolve_backend(settings: LLMSettings) -> tuple[str, str | None]:
+def resolve_backend(settings: LLMSettings) -> tuple[Backend, str | None]:
     """The backend ``auto`` stands for, and a one-line notice when it falls back.
 
     ``local`` when a local model is found (``local_model``, ``MINDSCAPE_LOCAL_MODEL``, or

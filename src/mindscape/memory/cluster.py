@@ -41,7 +41,7 @@ def reduce_dims(vecs: np.ndarray, dim: int) -> np.ndarray:
     from sklearn.decomposition import PCA
 
     dim = max(1, min(dim, vecs.shape[0] - 1, vecs.shape[1]))
-    return PCA(n_components=dim, random_state=0).fit_transform(vecs)
+    return np.asarray(PCA(n_components=dim, random_state=0).fit_transform(vecs))
 
 
 def best_component_count(x: np.ndarray, min_k: int, max_k: int, params: ClusterParams) -> int:

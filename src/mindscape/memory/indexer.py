@@ -111,7 +111,7 @@ class Indexer:
         content_hash = content_key(text)
         fingerprint = self.config.fingerprint(self.emb_id, self.llm_id)
         row = self.store.cache.doc(doc_id)
-        if is_current(self.store, doc_id, text, fingerprint):
+        if row is not None and is_current(self.store, doc_id, text, fingerprint):
             report.skipped = True
             report.layers = row.get("layers", {})
             report.tokens = row.get("tokens", 0)
@@ -420,7 +420,13 @@ class _DocRun:
                 self._outline_llm(sec, idx, n)
 
     def _add_outline(
-        self, title: str, core: str, idx: list[int], *, order: int, meta: dict | None = None
+        self,
+        title: str,
+        core: str,
+        idx: list[int],
+        *,
+        order: int,
+        meta: dict[str, Any] | None = None,
     ) -> None:
         n = sum(u.layer == "outline" for u in self.units)
         self.units.append(

@@ -81,8 +81,8 @@ def resolve_anchor(source: str, head: str, tail: str, *, min_score: float = 80.0
     if not head:
         return None
     flat, back = _squash(source)
-    s = flat.find(head)
-    if s < 0:
+    s: int | None = flat.find(head)
+    if s is not None and s < 0:
         s = _fuzzy_find(flat, head, 0, min_score)
     if s is None or s < 0:
         return None

@@ -31,7 +31,7 @@ from langchain_core.embeddings import Embeddings
 from mindscape.embeddings import encode_query
 from mindscape.memory import signature as sig
 from mindscape.memory.ranking import BM25Index, dedupe_near, hybrid_scores, pack_budget
-from mindscape.memory.signature import SignatureParams
+from mindscape.memory.signature import Activation, SignatureParams
 from mindscape.memory.store import LayerView, MemoryStore
 from mindscape.memory.types import LAYERS, Hit, Layer, SignatureUnit
 from mindscape.tokens import TokenCounter, default_counter
@@ -213,7 +213,7 @@ class _Scope:
             return chunk_values
         uidx, ridx, counts = self.unit_chunks(layer)
         sums = np.bincount(uidx, weights=chunk_values[ridx], minlength=len(counts))
-        return np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
+        return np.asarray(np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0))
 
 
 @dataclass
@@ -332,7 +332,7 @@ class Retriever:
         *,
         doc_ids: set[str] | None = None,
         k0: int = 50,
-        activation: str | None = None,
+        activation: Activation | None = None,
     ) -> list[Hit]:
         """Query-only top-k0 chunks (the E1 activation view), best first.
 
@@ -521,18 +521,20 @@ class Retriever:
                 np.float64
             )
         if mode == "max":
-            return (
+            return np.asarray(
                 (vecs @ sig.signature_vector(sa.unit_vecs, "max").astype(np.float32).T)
                 .max(axis=1)
                 .astype(np.float64)
             )
         if mode == "joined":
             jv = self.embed_query(sa.text) if sa.text else np.zeros(vecs.shape[1], np.float32)
-            return (vecs @ jv).astype(np.float64)
+            return np.asarray((vecs @ jv).astype(np.float64))
         if mode == "members":
             if not len(sa.member_rows):
                 return np.zeros(len(vecs))
-            return (vecs @ sc.chunk_vecs[sa.member_rows].T).max(axis=1).astype(np.float64)
+            return np.asarray(
+                (vecs @ sc.chunk_vecs[sa.member_rows].T).max(axis=1).astype(np.float64)
+            )
         chunk_scores = (
             sa.in_windows
             if mode == "window"
@@ -552,7 +554,7 @@ class Retriever:
         conf = sig.activation_confidence(
             np.arange(len(act.rows)), sc.chunk_doc[act.rows].tolist(), sa.main_doc
         )
-        return st.alpha * conf**st.gate_power
+        return float(st.alpha * conf**st.gate_power)
 
     def _layer_scores(
         self,
@@ -656,23 +658,23 @@ class Retriever:
         total = np.zeros(sc.n_chunks)
         sources: dict[int, list[str]] = {}
         for layer in st.fusion_layers:
-            if layer not in LAYERS or not len(sc.views[layer]):  # type: ignore[index]
+            if layer not in LAYERS or not len(sc.views[layer]):
                 continue
             best_rank = np.full(sc.n_chunks, np.inf)
             if layer == "veridical":
                 top = _top(c_fused, depth)
                 best_rank[top] = np.arange(1, len(top) + 1)
             else:
-                _, _, fused = self._layer_scores(sc, layer, query, qv, sa, alpha, st, hybrid=False)  # type: ignore[arg-type]
-                uidx, ridx, _ = sc.unit_chunks(layer)  # type: ignore[arg-type]
+                _, _, fused = self._layer_scores(sc, layer, query, qv, sa, alpha, st, hybrid=False)
+                uidx, ridx, _ = sc.unit_chunks(layer)
                 unit_rank = np.full(len(fused), np.inf)
                 top = _top(fused, depth)
                 unit_rank[top] = np.arange(1, len(top) + 1)
                 np.minimum.at(best_rank, ridx, unit_rank[uidx])
             hit = np.isfinite(best_rank)
             total[hit] += 1.0 / (st.rrf_k + best_rank[hit])
-            for c in np.flatnonzero(hit):
-                sources.setdefault(int(c), []).append(layer)
+            for row in np.flatnonzero(hit):
+                sources.setdefault(int(row), []).append(layer)
         if exclude:
             for c in list(sources):
                 if sc.chunks.units[c].id in exclude:

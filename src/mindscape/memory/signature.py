@@ -124,7 +124,7 @@ def _unit_rows(x: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (zero rows stay zero), as float64."""
     x = np.atleast_2d(np.asarray(x, dtype=np.float64))
     norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+    return np.asarray(np.divide(x, norms, out=np.zeros_like(x), where=norms > 0))
 
 
 def _as_index(A: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -163,7 +163,7 @@ def match_matrix(
     m = np.clip(_unit_rows(session_vecs) @ _unit_rows(cand_vecs).T, 0.0, 1.0)
     if in_window is not None and window_boost:
         m = np.minimum(1.0, m + window_boost * in_window)
-    return m
+    return np.asarray(m)
 
 
 def normalise_relevance(rel: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -411,7 +411,7 @@ def signature_vector(unit_vecs: np.ndarray, mode: Literal["mean", "max"] = "mean
     if mode == "max":
         return u
     if mode == "mean":
-        return _unit_rows(u.mean(axis=0))[0]
+        return np.asarray(_unit_rows(u.mean(axis=0))[0])
     raise ValueError(f"unknown signature mode {mode!r}; use 'mean' or 'max'")
 
 
@@ -430,13 +430,13 @@ def signature_scores(
     if sig.size == 0:
         return np.zeros(len(targets))
     if mode == "mean":
-        return targets @ signature_vector(sig, "mean")
+        return np.asarray(targets @ signature_vector(sig, "mean"))
     if mode == "max":
-        return (targets @ _unit_rows(sig).T).max(axis=1)
+        return np.asarray((targets @ _unit_rows(sig).T).max(axis=1))
     if mode == "joined":
         if sig.shape[0] != 1:
             raise ValueError("'joined' expects a single embedding of the joined signature text")
-        return targets @ _unit_rows(sig)[0]
+        return np.asarray(targets @ _unit_rows(sig)[0])
     raise ValueError(f"unknown signature mode {mode!r}; use 'mean', 'max' or 'joined'")
 
 

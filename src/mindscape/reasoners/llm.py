@@ -386,7 +386,7 @@ class LLMReasoner:
         except LLMOutputError:
             logger.warning("answer: unusable model output; answering extractively")
             attempt = self.fallback.answer(req, usage=usage)
-            return Attempt(**{**attempt, "reasoner": "llm->offline"})  # type: ignore[typeddict-item]
+            return Attempt(**{**attempt, "reasoner": "llm->offline"})
         return self._attempt(req.task, req.options, shown, out)
 
     def _attempt(

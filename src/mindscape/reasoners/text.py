@@ -169,13 +169,13 @@ def short_span(sentence: str, question: str, max_words: int = 12) -> str:
                 max_words,
             )
     if wh in {"when", "what time", "what year", "how long"}:
-        spans = [m.group(0) for m in _TIME.finditer(sentence) if new_info(m.group(0))]
-        if spans:
-            return _trim(spans[0], max_words)
+        times = [m.group(0) for m in _TIME.finditer(sentence) if new_info(m.group(0))]
+        if times:
+            return _trim(times[0], max_words)
     if wh in {"how many", "how much", "how old"}:
-        spans = [m.group(0) for m in _NUMBER.finditer(sentence)]
-        if spans:
-            return _trim(spans[0], 4)
+        numbers = [m.group(0) for m in _NUMBER.finditer(sentence)]
+        if numbers:
+            return _trim(numbers[0], 4)
     if wh not in TYPED:
         return _trim(
             sentence, SENTENCE_WORDS
