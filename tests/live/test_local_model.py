@@ -92,7 +92,11 @@ def test_multiple_choice_through_the_loop(deps, story_store: Path) -> None:  # n
         options=["In the church tower", "At the old mill", "Under the bridge", "In the bakery"],
     )
     assert out["answer"] == "B"
-    assert 1 <= out["llm_calls"] <= 8 and out["tokens_in"] + out["tokens_out"] <= 8000 * 1.5
+    # the local model plays answer (and update) only, so one call per round; its budget
+    # (local_max_tokens 3000) stops the loop before another average round would pass it
+    spent = out["tokens_in"] + out["tokens_out"]
+    assert out["llm_calls"] == out["rounds"] and 1 <= out["rounds"] <= 3
+    assert spent <= 3000 * 4 / 3
 
 
 def test_claim(deps, story_store: Path) -> None:  # noqa: ANN001

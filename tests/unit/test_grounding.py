@@ -44,3 +44,31 @@ def test_confidence_levels() -> None:
     mc = {"passages": PASSAGES, "open_task": False}
     assert g.grounded_confidence(sufficient=True, quote=quote, answer="B", **mc) == g.GROUNDED
     assert g.INSUFFICIENT < g.UNGROUNDED < g.QUOTED < 0.5 < g.GROUNDED
+
+
+def test_a_real_quote_must_be_about_the_question() -> None:
+    q = "Who helped Cinderella sort the lentils from the ashes?"
+    help_quote = (
+        "you tame pigeons, you turtle-doves, come and help me to pick the good into the pot"
+    )
+    off_topic = "When evening came she wished to leave, and the king's son followed her"
+    named_only = "Cinderella went to her mother's grave beneath the hazel-tree"
+    assert g.quote_relevant(q, help_quote)  # "helped" / "help"
+    assert not g.quote_relevant(q, off_topic)
+    assert not g.quote_relevant(q, named_only)  # the name alone does not tie it to the question
+    assert g.quote_relevant("Who is Gilbert?", "Gilbert Blythe was the best student.")
+    passages = [help_quote, off_topic]
+
+    def level(quote: str, answer: str) -> float:
+        return g.grounded_confidence(
+            sufficient=True,
+            quote=quote,
+            answer=answer,
+            passages=passages,
+            open_task=True,
+            question=q,
+        )
+
+    # real and carrying its answer, but not about the question: it may not end the loop
+    assert level(off_topic, "the king's son") == g.QUOTED
+    assert level(help_quote, "the pigeons") == g.GROUNDED

@@ -10,7 +10,12 @@ an attempt is set here from two checks the reasoner can make itself:
   counts as no quote;
 * **answer support**: for open questions, the share of the answer's content words found in
   the quote (or, failing that, in the passages), with a shared 5-letter prefix counting as
-  found ("pigeons" / "pigeon").
+  found ("pigeons" / "pigeon");
+* **quote relevance**: the quote must be about the question: it shares a content word with
+  it (a shared 4-letter prefix counts: "helped" / "help"). The question's names count only
+  when it has no other content word, since a name alone ties a quote to the character, not to
+  what is asked: the 1.5B model quoted "…and the king's son followed her…" to answer "Who
+  helped Cinderella sort the lentils?", a real quote that carried its answer.
 
 The levels (:data:`GROUNDED` and below) are ordered so that only a grounded attempt reaches
 the default acceptance threshold (0.5); :data:`QUOTED` marks an attempt whose quote is real
@@ -26,7 +31,8 @@ from rapidfuzz import fuzz
 GROUNDED = 0.9
 """Model says sufficient, the quote is in a passage and carries the answer."""
 QUOTED = 0.45
-"""Model says sufficient and the quote is in a passage, but the answer is not tied to it."""
+"""Model says sufficient and the quote is in a passage, but the answer is not tied to it, or
+the quote is not about the question."""
 UNGROUNDED = 0.3
 """Model says sufficient but its quote is not in the passages."""
 INSUFFICIENT = 0.2
@@ -71,6 +77,28 @@ def _found(word: str, vocabulary: set[str]) -> bool:
     return len(stem) == 5 and any(v.startswith(stem) for v in vocabulary)
 
 
+def _related(word: str, vocabulary: set[str]) -> bool:
+    """``word`` is in ``vocabulary``, or a word there shares its first letters (at least four,
+    and all of the shorter word's up to five): "helped" / "help", "sorted" / "sort"."""
+    for v in vocabulary:
+        n = min(len(word), len(v), 5)
+        if word == v or (n >= 4 and word[:n] == v[:n]):
+            return True
+    return False
+
+
+def quote_relevant(question: str, quote: str) -> bool:
+    """Whether ``quote`` shares a content word with ``question`` (its names only when the
+    question has no other content word; a question without content words passes)."""
+    tokens = question.split()
+    names = {w.lower() for t in tokens[1:] for w in _WORD.findall(t.lower()) if t[:1].isupper()}
+    words = [w for w in content_words(question) if w not in names] or content_words(question)
+    if not words:
+        return True  # nothing to check against ("Where?")
+    in_quote = set(content_words(quote))
+    return any(_related(w, in_quote) for w in words)
+
+
 def answer_support(answer: str, quote: str, passages: list[str]) -> float:
     """Share (0..1) of the answer's content words found in the quote, else in the passages."""
     words = content_words(answer)
@@ -85,13 +113,22 @@ def answer_support(answer: str, quote: str, passages: list[str]) -> float:
 
 
 def grounded_confidence(
-    *, sufficient: bool, quote: str, answer: str, passages: list[str], open_task: bool
+    *,
+    sufficient: bool,
+    quote: str,
+    answer: str,
+    passages: list[str],
+    open_task: bool,
+    question: str = "",
 ) -> float:
-    """The attempt's confidence from the checks above (see the module docstring)."""
+    """The attempt's confidence from the checks above (see the module docstring); without a
+    ``question`` the relevance check is skipped."""
     if not sufficient:
         return INSUFFICIENT
     if quote_match(quote, passages) < QUOTE_MATCH:
         return UNGROUNDED
     if open_task and answer_support(answer, quote, passages) < ANSWER_SUPPORT:
+        return QUOTED
+    if question and not quote_relevant(question, quote):
         return QUOTED
     return GROUNDED

@@ -387,10 +387,15 @@ class LLMReasoner:
             logger.warning("answer: unusable model output; answering extractively")
             attempt = self.fallback.answer(req, usage=usage)
             return Attempt(**{**attempt, "reasoner": "llm->offline"})
-        return self._attempt(req.task, req.options, shown, out)
+        return self._attempt(req.question, req.task, req.options, shown, out)
 
     def _attempt(
-        self, task: str, options: list[str], shown: list[EvidenceItem], out: AnswerOut
+        self,
+        question: str,
+        task: str,
+        options: list[str],
+        shown: list[EvidenceItem],
+        out: AnswerOut,
     ) -> Attempt:
         """The attempt, with its confidence from the grounding checks, not the model's."""
         texts = [p["text"] for p in shown]
@@ -419,6 +424,7 @@ class LLMReasoner:
             answer=answer,
             passages=texts,
             open_task=task not in ("multiple-choice", "claim"),
+            question=question if task not in ("multiple-choice", "claim") else "",
         )
         return Attempt(
             round=0,
