@@ -22,6 +22,7 @@ from mindscape.memory.signature import SignatureParams
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS
 from mindscape.tokens import default_counter
+from tests import signature_oracle as oracle
 
 STOP = frozenset(
     "a an the and of to in was he she it his her they them their on at with for as had by that is".split()
@@ -261,7 +262,9 @@ def test_member_match_of_the_retriever_equals_the_reference(retriever):
     rows = np.array([0, 3, 7, 11, 20])
     sess = [0, 2, 5]
     fast = retriever._member_match(sc, sess, rows)
-    ref = sg.member_match(sc.chunk_vecs[rows], [sc.chunk_vecs[sc.session_members[j]] for j in sess])
+    ref = oracle.member_match(
+        sc.chunk_vecs[rows], [sc.chunk_vecs[sc.session_members[j]] for j in sess]
+    )
     assert np.allclose(fast, ref, atol=1e-6)
     for i, j in enumerate(sess):  # a chunk inside a session's window matches it fully
         inside = [k for k, r in enumerate(rows) if sc.chunk_session[r] == j]
@@ -509,7 +512,7 @@ def test_member_match_is_one_inside_the_window():
     rng = np.random.default_rng(0)
     chunks = rng.normal(size=(6, 8))
     members = [chunks[:3], chunks[3:5], np.zeros((0, 8))]
-    m = sg.member_match(chunks, members)
+    m = oracle.member_match(chunks, members)
     assert m.shape == (3, 6)
     assert np.allclose(m[0, :3], 1.0) and np.allclose(m[1, 3:5], 1.0)
     assert np.all(m[2] == 0.0)

@@ -11,19 +11,21 @@ import pytest
 from mindscape.memory.signature import (
     SignatureParams,
     conditioned_scores,
-    coverage_greedy,
-    f_coverage,
-    f_diversity,
-    f_query,
     first_k,
     greedy_select,
     match_matrix,
     normalise_relevance,
     rank_weights,
     session_relevance_from_chunks,
-    signature_scores,
     signature_vector,
     window_mask,
+)
+from tests.signature_oracle import (
+    coverage_greedy,
+    f_coverage,
+    f_diversity,
+    f_query,
+    signature_scores,
 )
 
 

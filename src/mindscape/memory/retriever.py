@@ -423,7 +423,9 @@ class Retriever:
 
     @staticmethod
     def _member_match(sc: _Scope, sess: list[int], cand_rows: np.ndarray) -> np.ndarray:
-        """:func:`signature.member_match` on the index's unit vectors: one float32 product."""
+        """m(s, c) through member chunks, ``clip(max_{c' in s} cos(c', c), 0, 1)``, on the
+        index's unit vectors: one float32 product (checked against
+        ``tests/signature_oracle.member_match``)."""
         members = [sc.session_members[j] for j in sess]
         sizes = np.fromiter((len(m) for m in members), dtype=np.int64, count=len(members))
         out = np.zeros((len(sess), len(cand_rows)))

@@ -26,12 +26,16 @@ How the coverage-aware selection works (MiA-Signature, Appendix A):
 4. Selection stops early when no remaining session has a total gain above ``min_gain``
    (0 by default): adding it would not improve the objective.
 
-The First-K ablation (:func:`first_k`) takes the sessions of the top-ranked chunks instead.
-Scoring under a signature is :func:`signature_scores` and :func:`conditioned_scores`.
+The production path is :func:`greedy_select` over arrays the retriever prepares from the
+index; the First-K ablation (:func:`first_k`) takes the sessions of the top-ranked chunks
+instead. Scoring under a signature is :func:`signature_vector` and :func:`conditioned_scores`.
+Reference implementations that the tests check the fast paths against (the objective's terms
+f_query, f_coverage, f_diversity, a vector-level ``coverage_greedy``, ``member_match``,
+``signature_scores``) live in ``tests/signature_oracle.py``.
 
 Session representations beyond the summary vector (used by the retriever, see
-``docs/retrieval.md``): :func:`member_match` matches a session to a chunk through the
-session's *member chunks* (max cosine, so a chunk of the window matches itself with 1);
+``docs/retrieval.md``): the retriever matches a session to a chunk through the session's
+*member chunks* (max cosine, so a chunk of the window matches itself with 1);
 :func:`region_scores` scores a chunk by whether it lies in the signature's windows and how
 much of the signature's coverage its document holds; :func:`activation_confidence` is the
 share of the query's rank-weighted activation that falls in the signature's main document,
@@ -46,8 +50,6 @@ from typing import Literal
 
 import numpy as np
 
-from mindscape.memory.types import SignatureUnit
-
 RelevanceSource = Literal["summary", "chunks", "mean"]
 SignatureMode = Literal["mean", "max", "joined"]
 MatchSource = Literal["summary", "members", "window"]
@@ -55,21 +57,15 @@ Activation = Literal["dense", "hybrid"]
 
 __all__ = [
     "SignatureParams",
-    "coverage_greedy",
     "greedy_select",
     "first_k",
-    "f_query",
-    "f_coverage",
-    "f_diversity",
     "rank_weights",
     "window_mask",
     "match_matrix",
     "normalise_relevance",
     "session_relevance_from_chunks",
     "signature_vector",
-    "signature_scores",
     "conditioned_scores",
-    "member_match",
     "region_scores",
     "doc_shares",
     "activation_confidence",
@@ -106,10 +102,8 @@ class SignatureParams:
     match: MatchSource = "summary"
     """How m(s, c_i) is computed by the retriever: ``"summary"`` = cosine of summary and
     chunk plus ``window_boost`` in the window (:func:`match_matrix`); ``"members"`` = the best
-    cosine between the chunk and the session's member chunks (:func:`member_match`; 1 in
-    the window); ``"window"`` = 1 in the window, else 0 (pure rank-weighted mass).
-    :func:`coverage_greedy` itself only computes ``"summary"``; the others are passed in
-    as ``match``."""
+    cosine between the chunk and the session's member chunks (1 in the window); ``"window"`` =
+    1 in the window, else 0 (pure rank-weighted mass)."""
     activation: Activation = "dense"
     """The query-only retriever (E1) that gives the K0 candidates and their ranks:
     ``"dense"`` cosine, or ``"hybrid"`` = dense fused with BM25 (``hybrid_weight``)."""
@@ -195,28 +189,6 @@ def session_relevance_from_chunks(
 # --------------------------------------------------------------------------- set functions
 
 
-def f_query(A: Sequence[int] | np.ndarray, rel: np.ndarray) -> float:
-    """``fQ(A) = Σ_{s∈A} rel[s]`` (modular). Pass normalised ``rel`` to get f̃Q."""
-    idx = _as_index(A)
-    return float(np.asarray(rel, dtype=np.float64)[idx].sum()) if idx.size else 0.0
-
-
-def f_coverage(A: Sequence[int] | np.ndarray, match: np.ndarray, weights: np.ndarray) -> float:
-    """``fC(A) = Σ_i w_i · max_{s∈A} match[s, i]`` (0 for empty A); monotone submodular."""
-    idx = _as_index(A)
-    if idx.size == 0:
-        return 0.0
-    return float(np.asarray(match, dtype=np.float64)[idx].max(axis=0) @ np.asarray(weights))
-
-
-def f_diversity(s: int, A: Sequence[int] | np.ndarray, sim: np.ndarray) -> float:
-    """``fD(s|A) = -max(0, max_{a∈A} sim[s, a])`` (0 for empty A): a penalty for redundancy."""
-    idx = _as_index(A)
-    if idx.size == 0:
-        return 0.0
-    return 0.0 - max(0.0, float(np.asarray(sim)[s, idx].max()))
-
-
 # --------------------------------------------------------------------------- greedy
 
 
@@ -227,7 +199,7 @@ def greedy_select(
     sim: np.ndarray | None,
     params: SignatureParams,
 ) -> list[tuple[int, dict[str, float]]]:
-    """Greedy maximisation of Δ(s|A) over prepared arrays; the core of :func:`coverage_greedy`.
+    """Greedy maximisation of Δ(s|A) over prepared arrays (the retriever's signature path).
 
     Args:
         rel_norm: (M,) normalised relevance, the per-session terms of f̃Q.
@@ -283,89 +255,6 @@ def greedy_select(
     return picks
 
 
-def coverage_greedy(
-    query_vec: np.ndarray,
-    cand_vecs: np.ndarray,
-    cand_ranks: Sequence[int] | np.ndarray,
-    cand_session: Sequence[Hashable],
-    session_ids: Sequence[str],
-    session_vecs: np.ndarray,
-    params: SignatureParams | None = None,
-    *,
-    session_rel: Sequence[float] | np.ndarray | None = None,
-    match: np.ndarray | None = None,
-    session_texts: Sequence[str] | None = None,
-    session_chunk_ids: Sequence[list[str]] | None = None,
-) -> list[SignatureUnit]:
-    """Choose the signature: at most ``params.k`` sessions by coverage-aware greedy selection.
-
-    Args:
-        query_vec: (d,) query embedding.
-        cand_vecs: (N, d) candidate chunk embeddings (normalised here if they are not).
-        cand_ranks: (N,) 0-based ranks from the query-only retrieval; rank >= k0 is ignored.
-        cand_session: (N,) id of the session window each candidate lies in.
-        session_ids: (M,) the candidate sessions S; order breaks ties.
-        session_vecs: (M, d) their summary embeddings.
-        params: settings; defaults to ``SignatureParams()``.
-        session_rel: (M,) the caller's own rel(q, s); overrides ``params.relevance``.
-        match: (M, N) the caller's own m(s, c_i) in [0, 1]; overrides the cosine + window match.
-        session_texts: (M,) summary texts to put in the units (default "").
-        session_chunk_ids: (M,) chunk ids each session covers (default []).
-
-    Returns:
-        The chosen sessions as :class:`SignatureUnit`, in pick order, with their gains.
-    """
-    p = params or SignatureParams()
-    n_sessions = len(session_ids)
-    sv = _unit_rows(session_vecs) if n_sessions else np.zeros((0, 1))
-    cv = _unit_rows(cand_vecs) if len(cand_session) else np.zeros((0, sv.shape[1]))
-    ranks = np.asarray(cand_ranks, dtype=np.int64)
-    if not (len(cv) == len(ranks) == len(cand_session)):
-        raise ValueError("cand_vecs, cand_ranks and cand_session must have the same length")
-    if len(sv) != n_sessions:
-        raise ValueError("session_vecs and session_ids must have the same length")
-    if n_sessions == 0:
-        return []
-
-    keep = ranks < p.k0
-    cv, ranks = cv[keep], ranks[keep]
-    cand_session = [sid for sid, k in zip(cand_session, keep, strict=True) if k]
-
-    if session_rel is not None:
-        rel = np.asarray(session_rel, dtype=np.float64)
-        if rel.shape != (n_sessions,):
-            raise ValueError("session_rel must have one value per session")
-    else:
-        q = _unit_rows(query_vec)[0]
-        rel_summary = sv @ q
-        if p.relevance == "summary":
-            rel = rel_summary
-        else:
-            rel_chunks = session_relevance_from_chunks(cv @ q, cand_session, session_ids)
-            rel = rel_chunks if p.relevance == "chunks" else 0.5 * (rel_summary + rel_chunks)
-
-    if match is None:
-        m = match_matrix(sv, cv, window_mask(session_ids, cand_session), p.window_boost)
-    else:
-        m = np.asarray(match, dtype=np.float64)
-        if m.shape != (n_sessions, len(keep)):
-            raise ValueError(f"match must be (sessions, candidates); got {m.shape}")
-        m = m[:, keep]
-    sim = sv @ sv.T if p.lambda_d else None
-
-    picks = greedy_select(normalise_relevance(rel), m, rank_weights(ranks), sim, p)
-    return [
-        SignatureUnit(
-            unit_id=str(session_ids[j]),
-            text=session_texts[j] if session_texts is not None else "",
-            chunk_ids=list(session_chunk_ids[j]) if session_chunk_ids is not None else [],
-            gains=gains,
-            rank=pos,
-        )
-        for pos, (j, gains) in enumerate(picks)
-    ]
-
-
 def first_k(
     cand_ranks: Sequence[int] | np.ndarray,
     cand_session: Sequence[Hashable | None],
@@ -402,7 +291,7 @@ def first_k(
 
 
 def signature_vector(unit_vecs: np.ndarray, mode: Literal["mean", "max"] = "mean") -> np.ndarray:
-    """The signature's vector form, as :func:`signature_scores` wants it for ``mode``.
+    """The signature's vector form for scoring in ``mode``.
 
     ``"mean"``: the normalised mean of the normalised unit vectors, shape (d,).
     ``"max"``: the normalised unit vectors themselves, shape (k, d); scoring takes the max.
@@ -413,31 +302,6 @@ def signature_vector(unit_vecs: np.ndarray, mode: Literal["mean", "max"] = "mean
     if mode == "mean":
         return np.asarray(_unit_rows(u.mean(axis=0))[0])
     raise ValueError(f"unknown signature mode {mode!r}; use 'mean' or 'max'")
-
-
-def signature_scores(
-    sig_vecs: np.ndarray, target_vecs: np.ndarray, mode: SignatureMode = "mean"
-) -> np.ndarray:
-    """s(σ, c) for every target c.
-
-    ``"mean"``: cosine with the normalised mean of the rows of ``sig_vecs``.
-    ``"max"``: the best cosine over the rows (the units) of ``sig_vecs``.
-    ``"joined"``: ``sig_vecs`` is one embedding of the joined signature text; its cosine.
-    An empty signature scores 0 everywhere.
-    """
-    targets = _unit_rows(target_vecs)
-    sig = np.atleast_2d(np.asarray(sig_vecs, dtype=np.float64))
-    if sig.size == 0:
-        return np.zeros(len(targets))
-    if mode == "mean":
-        return np.asarray(targets @ signature_vector(sig, "mean"))
-    if mode == "max":
-        return np.asarray((targets @ _unit_rows(sig).T).max(axis=1))
-    if mode == "joined":
-        if sig.shape[0] != 1:
-            raise ValueError("'joined' expects a single embedding of the joined signature text")
-        return np.asarray(targets @ _unit_rows(sig)[0])
-    raise ValueError(f"unknown signature mode {mode!r}; use 'mean', 'max' or 'joined'")
 
 
 def conditioned_scores(
@@ -460,30 +324,6 @@ def conditioned_scores(
 
 
 # --------------------------------------------------------------------------- session representations
-
-
-def member_match(cand_vecs: np.ndarray, member_vecs: Sequence[np.ndarray]) -> np.ndarray:
-    """m(s, c_i) through member chunks: ``clip(max_{c' in s} cos(c', c_i), 0, 1)``.
-
-    ``member_vecs[j]`` holds the chunk vectors of session j's window. A candidate that lies
-    in the window matches itself, so in-window match is 1 without a boost; a chunk outside
-    gets the similarity of its nearest member. Sessions without members match nothing.
-    """
-    cv = _unit_rows(cand_vecs) if len(cand_vecs) else np.zeros((0, 1))
-    out = np.zeros((len(member_vecs), len(cv)))
-    if not len(cv):
-        return out
-    sizes = [len(m) for m in member_vecs]
-    if sum(sizes) == 0:
-        return out
-    stacked = _unit_rows(np.vstack([m for m in member_vecs if len(m)]))
-    sims = stacked @ cv.T
-    start = 0
-    for j, n in enumerate(sizes):
-        if n:
-            out[j] = sims[start : start + n].max(axis=0)
-            start += n
-    return np.clip(out, 0.0, 1.0)
 
 
 def doc_shares(
