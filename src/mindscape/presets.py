@@ -4,7 +4,8 @@ A preset is a set of :class:`~mindscape.context.Context` values. A Context field
 ``None`` takes the preset's value; a field set explicitly wins over the preset
 (explicit > preset > default). Side-by-side evaluation runs one graph with different presets.
 
-LLM calls per round (LLM backend, P probes per refinement round, 3 layers):
+LLM calls per round (an LLM endpoint playing every role, P probes per refinement round, 3
+layers; the local model plays only answer and update, see ``Context.llm_roles``):
 
 ========== ============================================ =========================================
 preset     round 1                                      each refinement round

@@ -19,6 +19,7 @@ from mindscape.memory import signature as sg
 from mindscape.memory.indexer import IndexConfig, Indexer
 from mindscape.memory.retriever import DEFAULT_SIGNATURE_PARAMS, RetrievalSettings, Retriever
 from mindscape.memory.signature import SignatureParams
+from mindscape.memory.signature_select import member_match
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS
 from mindscape.tokens import default_counter
@@ -261,7 +262,7 @@ def test_member_match_of_the_retriever_equals_the_reference(retriever):
     sc = retriever.scope()
     rows = np.array([0, 3, 7, 11, 20])
     sess = [0, 2, 5]
-    fast = retriever._member_match(sc, sess, rows)
+    fast = member_match(sc, sess, rows)
     ref = oracle.member_match(
         sc.chunk_vecs[rows], [sc.chunk_vecs[sc.session_members[j]] for j in sess]
     )

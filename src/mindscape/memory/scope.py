@@ -1,0 +1,109 @@
+"""The retrieval scope: the arrays of one document set, derived from the store once per set.
+
+A query never touches the store: it reads a :class:`Scope` (the layers' views restricted to
+the documents asked about, chunk → document and chunk → session rows, session member lists,
+a BM25 index, unit → chunk maps). The retriever keeps a few scopes cached and rebuilds one
+when the store's views change (a document was indexed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+from cachetools import LRUCache
+
+from mindscape.memory.ranking import BM25Index
+from mindscape.memory.store import LayerView, MemoryStore
+from mindscape.memory.types import LAYERS, Layer
+
+
+class Scope:
+    """Everything derived from the store for one set of documents; built once, reused per query."""
+
+    def __init__(self, store: MemoryStore, doc_ids: frozenset[str] | None) -> None:
+        self.doc_ids = doc_ids
+        wanted = set(doc_ids) if doc_ids is not None else None
+        self.sources = {layer: store.view(layer) for layer in LAYERS}
+        self.views: dict[Layer, LayerView] = {
+            layer: self.sources[layer].subset(wanted) for layer in LAYERS
+        }
+        chunks = self.views["veridical"]
+        self.chunks = chunks
+        self.chunk_vecs = chunks.vecs if len(chunks) else np.zeros((0, 1), np.float32)
+        self.n_chunks = len(chunks)
+        docs = sorted({u.doc_id for u in chunks.units})
+        self.doc_index = {d: i for i, d in enumerate(docs)}
+        self.docs = docs
+        self.chunk_doc = np.fromiter(
+            (self.doc_index[u.doc_id] for u in chunks.units), dtype=np.int64, count=self.n_chunks
+        )
+        sessions = self.views["episodic"]
+        self.sessions = sessions
+        self.chunk_session = np.full(self.n_chunks, -1, dtype=np.int64)
+        self.session_members: list[np.ndarray] = []
+        for j, u in enumerate(sessions.units):
+            rows = self.rows_of_chunks(u.chunk_ids)
+            self.session_members.append(rows)
+            self.chunk_session[rows] = j
+        self._unit_chunks: dict[Layer, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._bm25: BM25Index | None = None
+        self._bm25_cache: LRUCache[str, np.ndarray] = LRUCache(maxsize=32)
+
+    def fresh(self, store: MemoryStore) -> bool:
+        """True while the store still serves the views this scope was built from."""
+        return all(store.view(layer) is self.sources[layer] for layer in LAYERS)
+
+    def rows_of_chunks(self, chunk_ids: Iterable[str]) -> np.ndarray:
+        """Row numbers (in this scope) of the chunks named, skipping those outside it."""
+        row_of = self.chunks.row_of
+        return np.fromiter((row_of[c] for c in chunk_ids if c in row_of), dtype=np.int64)
+
+    def bm25(self) -> BM25Index:
+        """The BM25 index over this scope's chunks (built on first use)."""
+        if self._bm25 is None:
+            self._bm25 = BM25Index([u.text for u in self.chunks.units])
+        return self._bm25
+
+    def bm25_scores(self, query: str) -> np.ndarray:
+        """BM25 scores of every chunk for a query (the last few queries are cached)."""
+        got = self._bm25_cache.get(query)
+        if got is None:
+            got = self._bm25_cache[query] = self.bm25().scores(query)
+        return got
+
+    def unit_chunks(self, layer: Layer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(unit index per pair, chunk row per pair, chunk count per unit) for a layer."""
+        if layer not in self._unit_chunks:
+            units, rows = [], []
+            for i, u in enumerate(self.views[layer].units):
+                r = self.rows_of_chunks(u.chunk_ids)
+                units.append(np.full(len(r), i, dtype=np.int64))
+                rows.append(r)
+            uidx = np.concatenate(units) if units else np.zeros(0, np.int64)
+            ridx = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+            counts = np.bincount(uidx, minlength=len(self.views[layer])).astype(np.float64)
+            self._unit_chunks[layer] = (uidx, ridx, counts)
+        return self._unit_chunks[layer]
+
+    def per_unit_mean(self, layer: Layer, chunk_values: np.ndarray) -> np.ndarray:
+        """For each unit of a layer, the mean of a per-chunk value over its chunks (0 if none)."""
+        if layer == "veridical":
+            return chunk_values
+        uidx, ridx, counts = self.unit_chunks(layer)
+        sums = np.bincount(uidx, weights=chunk_values[ridx], minlength=len(counts))
+        return np.asarray(np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0))
+
+
+def top_rows(scores: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the n best scores, best first; ties go to the lower index (deterministic)."""
+    total = len(scores)
+    if n <= 0 or total == 0:
+        return np.zeros(0, dtype=np.int64)
+    if n < total:
+        kth = np.partition(scores, total - n)[total - n]
+        idx = np.flatnonzero(scores >= kth)
+    else:
+        idx = np.arange(total)
+    order = np.lexsort((idx, -scores[idx]))
+    return np.asarray(idx[order][:n])

@@ -1,0 +1,126 @@
+"""Choosing the MiA signature σ over an index: coverage-aware greedy or First-K.
+
+The math (the objective, its greedy maximisation, First-K) is :mod:`mindscape.memory.signature`;
+this module runs it over a :class:`~mindscape.memory.scope.Scope`: the candidate sessions are
+the sessions of the query's K0 activation chunks, in the order their best chunk ranks, and
+relevance, match and redundancy come from the index's vectors (nothing is embedded here).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mindscape.memory import signature as sig
+from mindscape.memory.activation import activate
+from mindscape.memory.scope import Scope
+from mindscape.memory.signature import SignatureParams
+from mindscape.memory.types import SignatureUnit
+
+METHODS = ("coverage", "first-k")
+
+
+def select_signature(
+    scope: Scope, query: str, qvec: np.ndarray, params: SignatureParams, method: str = "coverage"
+) -> list[SignatureUnit]:
+    """The signature for `query` (embedded as `qvec`): at most ``params.k`` session summaries.
+
+    Each unit records its gains (``query``, ``coverage``, ``diversity``, ``total``), computed
+    the same way for First-K as greedy computes them.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown signature method {method!r}; use 'coverage' or 'first-k'")
+    if not len(scope.sessions) or not scope.n_chunks:
+        return []
+    act = activate(scope, query, qvec, params)
+    rows = act.rows[scope.chunk_session[act.rows] >= 0]
+    if not len(rows):
+        return []
+    cand_session = scope.chunk_session[rows]
+    ranks = np.arange(len(rows))
+    sess = list(dict.fromkeys(cand_session.tolist()))  # first-appearance order
+    session_vecs = scope.sessions.vecs[np.asarray(sess, dtype=np.int64)].astype(np.float64)
+    cand_vecs = scope.chunk_vecs[rows].astype(np.float64)
+
+    if params.relevance == "summary":
+        rel = session_vecs @ qvec
+    else:
+        rel_chunks = sig.session_relevance_from_chunks(act.score[rows], cand_session, sess)
+        rel = (
+            rel_chunks if params.relevance == "chunks" else 0.5 * (session_vecs @ qvec + rel_chunks)
+        )
+    in_window = sig.window_mask(sess, cand_session)
+    if params.match == "summary":
+        match = sig.match_matrix(session_vecs, cand_vecs, in_window, params.window_boost)
+    elif params.match == "members":
+        match = member_match(scope, sess, rows)
+    elif params.match == "window":
+        match = in_window.astype(np.float64)
+    else:
+        raise ValueError(f"unknown match {params.match!r}; use 'summary', 'members' or 'window'")
+    weights = sig.rank_weights(ranks)
+    sim = session_vecs @ session_vecs.T
+
+    if method == "coverage":
+        picks = sig.greedy_select(
+            sig.normalise_relevance(rel), match, weights, sim if params.lambda_d else None, params
+        )
+    else:
+        order = sig.first_k(ranks, cand_session.tolist(), params.k)
+        picks = gains_of([sess.index(s) for s in order], rel, match, weights, sim, params)
+    units = scope.sessions.units
+    return [
+        SignatureUnit(
+            unit_id=units[sess[j]].id,
+            text=units[sess[j]].text,
+            chunk_ids=list(units[sess[j]].chunk_ids),
+            gains=gains,
+            rank=pos,
+        )
+        for pos, (j, gains) in enumerate(picks)
+    ]
+
+
+def member_match(scope: Scope, sess: list[int], cand_rows: np.ndarray) -> np.ndarray:
+    """m(s, c) through member chunks, ``clip(max_{c' in s} cos(c', c), 0, 1)``, on the index's
+    unit vectors: one float32 product (checked against ``tests/signature_oracle.member_match``)."""
+    members = [scope.session_members[j] for j in sess]
+    sizes = np.fromiter((len(m) for m in members), dtype=np.int64, count=len(members))
+    out = np.zeros((len(sess), len(cand_rows)))
+    if not sizes.sum() or not len(cand_rows):
+        return out
+    sims = scope.chunk_vecs[np.concatenate(members)] @ scope.chunk_vecs[cand_rows].T
+    nonempty = sizes > 0
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])[nonempty]
+    out[nonempty] = np.maximum.reduceat(sims, starts, axis=0)
+    return np.clip(out, 0.0, 1.0)
+
+
+def gains_of(
+    idx: list[int],
+    rel: np.ndarray,
+    match: np.ndarray,
+    weights: np.ndarray,
+    sim: np.ndarray,
+    p: SignatureParams,
+) -> list[tuple[int, dict[str, float]]]:
+    """The marginal gain terms of a given pick order (First-K), as greedy reports them."""
+    rel_norm = sig.normalise_relevance(rel)
+    total_cover = float(match.max(axis=0, initial=0.0) @ weights) if len(match) else 0.0
+    w_norm = weights / total_cover if total_cover > 0 else np.zeros_like(weights)
+    cover = np.zeros(len(weights))
+    out = []
+    picked: list[int] = []
+    for j in idx:
+        gc = float((np.maximum(match[j], cover) - cover) @ w_norm)
+        gd = 0.0 - max(0.0, float(sim[j, picked].max())) if picked else 0.0
+        total = p.lambda_q * rel_norm[j] + p.lambda_c * gc + p.lambda_d * gd
+        gains = {
+            "query": float(rel_norm[j]),
+            "coverage": gc,
+            "diversity": gd,
+            "total": float(total),
+        }
+        out.append((j, gains))
+        cover = np.maximum(cover, match[j])
+        picked.append(j)
+    return out
