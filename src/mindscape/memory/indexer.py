@@ -2,7 +2,11 @@
 
 Stages, each with its own progress bar: chunk → embed chunks (and their sentences) →
 episodic sessions → semantic tree → MoM outline → (triples, with an LLM) → embed units →
-write. Every embedding and LLM output is cached by content hash in the store's cache as it is
+write. The indexer orchestrates; each layer has its builder, a function from the document's
+chunks to its units: :mod:`~mindscape.memory.index_episodic`,
+:mod:`~mindscape.memory.index_raptor`, :mod:`~mindscape.memory.index_outline`,
+:mod:`~mindscape.memory.index_triples`, over :mod:`~mindscape.memory.index_doc` (the
+document and its summariser) and :mod:`~mindscape.memory.embed_cache`. Every embedding and LLM output is cached by content hash in the store's cache as it is
 produced, so an unchanged document is skipped, an interrupted run resumes where it stopped,
 and adding a document touches only that document.
 """
@@ -18,19 +22,18 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from mindscape import prompts
-from mindscape.embeddings import FlagEmbedder, embedder_id, encode
+from mindscape.embeddings import embedder_id
 from mindscape.memory.cache import content_key
-from mindscape.memory.chunking import Chunk, chunk_text
-from mindscape.memory.cluster import ClusterParams, soft_clusters
-from mindscape.memory.outline import Section, detect_sections, resolve_anchor
+from mindscape.memory.chunking import chunk_text
+from mindscape.memory.cluster import ClusterParams
+from mindscape.memory.embed_cache import EmbedCache, EmbedStats
+from mindscape.memory.index_doc import Summarizer, doc_text
+from mindscape.memory.index_episodic import episodic_units
+from mindscape.memory.index_outline import outline_units
+from mindscape.memory.index_raptor import raptor_units
+from mindscape.memory.index_triples import chunk_triples
 from mindscape.memory.store import MemoryStore
-from mindscape.memory.summarize import SentenceBank, extractive_summary
 from mindscape.memory.types import LAYERS, Unit
-from mindscape.memory.windows import windows
-from mindscape.prompts import outline as outline_prompt
-from mindscape.prompts import summarize as summary_prompt
-from mindscape.prompts import triples as triples_prompt
 from mindscape.tokens import TokenCounter, default_counter
 
 
@@ -175,32 +178,56 @@ class _Timer:
 
 
 class _DocRun:
-    """The work of indexing one document; holds its chunks, sentences and units."""
+    """The work of indexing one document: the layer builders, in order, over its chunks."""
 
     def __init__(self, ix: Indexer, doc_id: str, text: str, report: IndexReport) -> None:
         self.ix, self.doc_id, self.text, self.report = ix, doc_id, text, report
         self.cfg = ix.config
-        self.llm = ix.llm
-        self.units: list[Unit] = []
-        self.vecs: list[np.ndarray] = []
+        self.stats = EmbedStats()
+        self.embed = EmbedCache(ix.store, ix.embedder, ix.emb_id, self.stats, ix._bar)
 
     def build(self) -> tuple[list[Unit], np.ndarray]:
-        with self.ix._stage(self.report, "chunk"):
-            self.chunks = chunk_text(
-                self.text, self.ix.counter, self.cfg.chunk_size, self.cfg.chunk_overlap
+        ix, cfg, bar = self.ix, self.cfg, self.ix._bar
+        with ix._stage(self.report, "chunk"):
+            chunks = chunk_text(self.text, ix.counter, cfg.chunk_size, cfg.chunk_overlap)
+        with ix._stage(self.report, "embed_chunks"):
+            arrays = self.embed.chunks(chunks, f"{self.doc_id} · embed chunks")
+            dim = self.embed.dim
+            chunk_vecs = (
+                np.vstack([a[0] for a in arrays]).astype(np.float32)
+                if chunks
+                else np.zeros((0, dim), np.float32)
             )
-        self.chunk_ids = [f"{self.doc_id}:c{c.index}" for c in self.chunks]
-        with self.ix._stage(self.report, "embed_chunks"):
-            chunk_vecs = self._embed_chunks()
-        with self.ix._stage(self.report, "episodic"):
-            self._episodic()
-        with self.ix._stage(self.report, "semantic"):
-            self._semantic(chunk_vecs)
-        with self.ix._stage(self.report, "outline"):
-            self._outline()
-        if self.llm is not None and self.cfg.triples:
-            with self.ix._stage(self.report, "triples"):
-                self._triples()
+            doc = doc_text(self.doc_id, self.text, chunks, arrays, dim, ix.counter)
+        summarize = Summarizer(doc, ix.llm, ix.counter)
+        with ix._stage(self.report, "episodic"):
+            episodic, window_of = episodic_units(
+                doc, summarize, window=cfg.window, summary_tokens=cfg.summary_tokens, bar=bar
+            )
+        with ix._stage(self.report, "semantic"):
+            semantic = raptor_units(
+                doc,
+                chunk_vecs,
+                summarize,
+                self.embed.texts,
+                params=cfg.cluster,
+                summary_tokens=cfg.summary_tokens,
+                bar=bar,
+            )
+        with ix._stage(self.report, "outline"):
+            outline = outline_units(
+                doc,
+                ix.llm,
+                ix.counter,
+                window=cfg.window,
+                max_section_chunks=cfg.max_section_chunks,
+                core_tokens=cfg.core_tokens,
+                bar=bar,
+            )
+        triples: dict[int, list[list[str]]] = {}
+        if ix.llm is not None and cfg.triples:
+            with ix._stage(self.report, "triples"):
+                triples = chunk_triples(doc, ix.llm, bar=bar)
         chunk_units = [
             Unit(
                 id=cid,
@@ -213,316 +240,18 @@ class _DocRun:
                 meta={
                     "char_start": c.char_start,
                     "char_end": c.char_end,
-                    **self.chunk_meta.get(c.index, {}),
+                    **({"window": window_of[c.index]} if c.index in window_of else {}),
+                    **({"triples": triples[c.index]} if c.index in triples else {}),
                 },
             )
-            for cid, c in zip(self.chunk_ids, self.chunks, strict=True)
+            for cid, c in zip(doc.chunk_ids, chunks, strict=True)
         ]
-        with self.ix._stage(self.report, "embed_units"):
-            unit_vecs = self._embed_texts([u.text for u in self.units], "embed summaries")
-        units = chunk_units + self.units
+        units = [*episodic, *semantic, *outline]
+        with ix._stage(self.report, "embed_units"):
+            unit_vecs = self.embed.texts([u.text for u in units], "embed summaries")
+        self.report.embedded += self.stats.embedded
+        self.report.embed_cached += self.stats.cached
+        self.report.embed_seconds += self.stats.seconds
         dim = chunk_vecs.shape[1] if len(chunk_vecs) else unit_vecs.shape[1]
         all_vecs = np.vstack([chunk_vecs.reshape(-1, dim), unit_vecs.reshape(-1, dim)])
-        return units, all_vecs
-
-    # -- embeddings ----------------------------------------------------------------------------
-    def _embed_chunks(self) -> np.ndarray:
-        """Chunk embeddings, plus sentence embeddings pooled from the same pass (cached)."""
-        cache = self.ix.store.cache
-        keys = [content_key(self.ix.emb_id, "chunk+sentences", c.text) for c in self.chunks]
-        emb = self.ix.embedder
-        dim = emb.dimension if isinstance(emb, FlagEmbedder) else len(emb.embed_query("x"))
-        got = cache.get_arrays("emb", keys, dim) if keys else {}
-        todo = [i for i, k in enumerate(keys) if k not in got]
-        self.report.embed_cached += len(self.chunks) - len(todo)
-        if todo:
-            bar = self.ix._bar(None, f"{self.doc_id} · embed chunks", total=len(todo))
-
-            def save(rows: list[int], vecs: np.ndarray, sent_vecs: list[np.ndarray]) -> None:
-                fresh = {
-                    keys[todo[r]]: np.vstack([vecs[j : j + 1], sent_vecs[j]])
-                    for j, r in enumerate(rows)
-                }
-                cache.put_arrays("emb", fresh)  # committed now: a killed run keeps this batch
-                got.update(fresh)
-                self.report.embedded += len(rows)
-                if bar is not None:
-                    bar.update(len(rows))
-
-            self._encode_with_sentences([self.chunks[i] for i in todo], save)
-            if bar is not None:
-                bar.close()
-        self._bank([got[k] for k in keys], dim)
-        if not self.chunks:
-            return np.zeros((0, dim), np.float32)
-        return np.vstack([got[k][0] for k in keys]).astype(np.float32)
-
-    def _encode_with_sentences(self, chunks: list[Chunk], on_batch: Any) -> None:
-        t = time.perf_counter()
-        emb = self.ix.embedder
-        if isinstance(emb, FlagEmbedder):
-            emb.encode_with_spans(
-                [c.text for c in chunks], [c.local_spans() for c in chunks], on_batch
-            )
-        else:  # any other Embeddings: embed the sentences as texts of their own, 64 chunks at a time
-            for s in range(0, len(chunks), 64):
-                part = chunks[s : s + 64]
-                chunk_v = encode(emb, [c.text for c in part])
-                sents = [[c.text[a:b] for a, b in c.local_spans()] for c in part]
-                flat = encode(emb, [x for ss in sents for x in ss])
-                sizes = np.cumsum([0] + [len(ss) for ss in sents])
-                on_batch(
-                    list(range(s, s + len(part))),
-                    chunk_v,
-                    [flat[sizes[i] : sizes[i + 1]] for i in range(len(part))],
-                )
-        self.report.embed_seconds += time.perf_counter() - t
-
-    def _embed_texts(self, texts: list[str], desc: str) -> np.ndarray:
-        """Embeddings of unit texts, through the cache."""
-        if not texts:
-            return np.zeros((0, 0), np.float32)
-        cache = self.ix.store.cache
-        keys = [content_key(self.ix.emb_id, "text", t) for t in texts]
-        dim = self._dim
-        got = {k: v[0] for k, v in cache.get_arrays("emb", list(set(keys)), dim).items()}
-        todo = sorted({k: i for i, k in enumerate(keys) if k not in got}.values())
-        self.report.embed_cached += len(texts) - len(todo)
-        batches = range(0, len(todo), 64)
-        for s in self.ix._bar(batches, f"{self.doc_id} · {desc}") if len(batches) > 1 else batches:
-            part = todo[s : s + 64]
-            t = time.perf_counter()
-            vecs = encode(self.ix.embedder, [texts[i] for i in part])
-            self.report.embed_seconds += time.perf_counter() - t
-            cache.put_arrays("emb", {keys[i]: vecs[j] for j, i in enumerate(part)})
-            got.update({keys[i]: vecs[j] for j, i in enumerate(part)})
-            self.report.embedded += len(part)
-        return np.vstack([got[k] for k in keys]).astype(np.float32)
-
-    def _bank(self, arrays: list[np.ndarray], dim: int) -> None:
-        """The document's sentences, deduplicated across overlapping chunks."""
-        self._dim = dim
-        sid_of: dict[tuple[int, int], int] = {}
-        texts: list[str] = []
-        vecs: list[np.ndarray] = []
-        self.chunk_sents: list[list[int]] = []
-        for c, arr in zip(self.chunks, arrays, strict=True):
-            ids = []
-            for j, span in enumerate(c.sentences):
-                if span not in sid_of:
-                    sid_of[span] = len(texts)
-                    texts.append(self.text[span[0] : span[1]])
-                    vecs.append(arr[1 + j])
-                ids.append(sid_of[span])
-            self.chunk_sents.append(ids)
-        tokens = np.asarray(self.ix.counter.count_many(texts) if texts else [], dtype=np.int64)
-        matrix = np.vstack(vecs).astype(np.float32) if vecs else np.zeros((0, dim), np.float32)
-        self.bank = SentenceBank(texts, tokens, matrix)
-        self.chunk_meta: dict[int, dict[str, Any]] = {}
-
-    def _sents_of(self, chunk_indices: Iterable[int]) -> list[int]:
-        return sorted({s for i in chunk_indices for s in self.chunk_sents[i]})
-
-    # -- summaries ---------------------------------------------------------------------------------
-    def _summary(
-        self, sent_ids: list[int], passages: list[str], template: str, budget: int
-    ) -> tuple[str, list[int]]:
-        """A summary: extractive offline (returns the picked sentence ids), else by the LLM."""
-        if self.llm is None:
-            picked = extractive_summary(self.bank, sent_ids, max_tokens=budget)
-            return self.bank.join(picked), picked
-        body = _fit_passages(passages, self.ix.counter, 6000)
-        prompt = prompts.render(template, passages=body, max_words=int(budget * 0.75))
-        text = self.llm.complete(prompt, system=summary_prompt.SYSTEM, role="index_summary")
-        return " ".join(text.split()), sent_ids
-
-    def _episodic(self) -> None:
-        wins = windows(len(self.chunks), self.cfg.window)
-        for w, rng in enumerate(self.ix._bar(wins, f"{self.doc_id} · episodic")):
-            idx = list(rng)
-            text, _ = self._summary(
-                self._sents_of(idx),
-                [self.chunks[i].text for i in idx],
-                summary_prompt.SESSION,
-                self.cfg.summary_tokens,
-            )
-            uid = f"{self.doc_id}:e{w}"
-            for i in idx:
-                self.chunk_meta.setdefault(i, {})["window"] = uid
-            self.units.append(
-                Unit(
-                    uid,
-                    self.doc_id,
-                    "episodic",
-                    text,
-                    [self.chunk_ids[i] for i in idx],
-                    kind="session",
-                    order=w,
-                    meta={"chunk_range": [idx[0], idx[-1]]},
-                )
-            )
-
-    def _semantic(self, chunk_vecs: np.ndarray) -> None:
-        """Recursive soft clustering: level 0 clusters chunks, each next level clusters summaries."""
-        members: list[list[int]] = [[i] for i in range(len(self.chunks))]  # chunk indices per node
-        sents: list[list[int]] = [self.chunk_sents[i] for i in range(len(self.chunks))]
-        texts: list[str] = [c.text for c in self.chunks]
-        vecs = chunk_vecs
-        bar = self.ix._bar(range(self.cfg.cluster.max_levels), f"{self.doc_id} · semantic levels")
-        for level in bar:
-            if len(members) == 0 or (level > 0 and len(members) <= 1):
-                break
-            clusters = soft_clusters(vecs, self.cfg.cluster)
-            new_members, new_sents, new_texts = [], [], []
-            for c in clusters:
-                text, picked = self._summary(
-                    sorted({s for i in c for s in sents[i]}),
-                    [texts[i] for i in c],
-                    summary_prompt.CLUSTER,
-                    self.cfg.summary_tokens,
-                )
-                new_members.append(sorted({m for i in c for m in members[i]}))
-                new_sents.append(picked)
-                new_texts.append(text)
-            for n, (m, text) in enumerate(zip(new_members, new_texts, strict=True)):
-                self.units.append(
-                    Unit(
-                        f"{self.doc_id}:s{level}.{n}",
-                        self.doc_id,
-                        "semantic",
-                        text,
-                        [self.chunk_ids[i] for i in m],
-                        kind="cluster",
-                        order=n,
-                        level=level,
-                    )
-                )
-            if len(clusters) >= len(members):  # no reduction: the next level would repeat this one
-                break
-            members, sents, texts = new_members, new_sents, new_texts
-            vecs = self._embed_texts(new_texts, "embed summaries")
-
-    def _outline(self) -> None:
-        for n, sec in enumerate(self.ix._bar(self._sections(), f"{self.doc_id} · outline")):
-            idx = [
-                c.index for c in self.chunks if c.char_start < sec.end and c.char_end > sec.start
-            ]
-            if not idx:
-                continue
-            if self.llm is None:
-                core = self.bank.join(
-                    extractive_summary(
-                        self.bank, self._sents_of(idx), max_tokens=self.cfg.core_tokens
-                    )
-                )
-                self._add_outline(sec.title, core, idx, order=n)
-            else:
-                self._outline_llm(sec, idx, n)
-
-    def _add_outline(
-        self,
-        title: str,
-        core: str,
-        idx: list[int],
-        *,
-        order: int,
-        meta: dict[str, Any] | None = None,
-    ) -> None:
-        n = sum(u.layer == "outline" for u in self.units)
-        self.units.append(
-            Unit(
-                f"{self.doc_id}:o{n}",
-                self.doc_id,
-                "outline",
-                f"{title}: {core}" if title else core,
-                [self.chunk_ids[i] for i in idx],
-                kind="section",
-                order=order,
-                meta={"title": title, "core": core, **(meta or {})},
-            )
-        )
-
-    def _sections(self) -> list[Section]:
-        """Heading sections (split when long), else one section per episodic window."""
-        secs = detect_sections(self.text)
-        if not secs:
-            return [
-                Section(f"Part {w + 1}", self.chunks[r[0]].char_start, self.chunks[r[-1]].char_end)
-                for w, r in enumerate(windows(len(self.chunks), self.cfg.window))
-            ]
-        out: list[Section] = []
-        for sec in secs:
-            idx = [
-                c.index for c in self.chunks if c.char_start < sec.end and c.char_end > sec.start
-            ]
-            size = self.cfg.max_section_chunks
-            if len(idx) <= size:
-                out.append(sec)
-                continue
-            parts = -(-len(idx) // size)
-            step = -(-len(idx) // parts)
-            for p in range(parts):
-                part = idx[p * step : (p + 1) * step]
-                start = sec.start if p == 0 else self.chunks[part[0]].char_start
-                end = sec.end if p == parts - 1 else self.chunks[part[-1]].char_end
-                out.append(Section(f"{sec.title} (part {p + 1})", start, end))
-        return out
-
-    def _outline_llm(self, sec: Section, idx: list[int], order: int) -> None:
-        """MoM extraction: outline items with core content and anchored atomic chunks."""
-        section_text = self.text[sec.start : sec.end]
-        prompt = prompts.render(
-            outline_prompt.USER,
-            title=sec.title,
-            section=self.ix.counter.truncate(section_text, 8000),
-            max_items=max(1, min(8, len(idx) // 4 or 1)),
-        )
-        data = self.llm.complete_json(prompt, system=outline_prompt.SYSTEM, role="index_outline")
-        items = data.get("items", []) if isinstance(data, dict) else data
-        for item in items if isinstance(items, list) else []:
-            if not isinstance(item, dict):
-                continue
-            spans = []
-            for anchor in item.get("chunks") or []:
-                if isinstance(anchor, dict):
-                    span = resolve_anchor(
-                        section_text, str(anchor.get("head", "")), str(anchor.get("tail", ""))
-                    )
-                    if span:
-                        spans.append((span[0] + sec.start, span[1] + sec.start))
-            covered = [
-                i
-                for i in idx
-                if any(
-                    self.chunks[i].char_start < e and self.chunks[i].char_end > s for s, e in spans
-                )
-            ]
-            self._add_outline(
-                str(item.get("title", sec.title)),
-                str(item.get("core", "")),
-                covered or idx,
-                order=order,
-                meta={"atomic_spans": spans},
-            )
-
-    def _triples(self) -> None:
-        for i in self.ix._bar(range(len(self.chunks)), f"{self.doc_id} · triples"):
-            prompt = prompts.render(
-                triples_prompt.USER, passage=self.chunks[i].text, max_triples=12
-            )
-            data = self.llm.complete_json(
-                prompt, system=triples_prompt.SYSTEM, role="index_triples"
-            )
-            raw = data.get("triples", []) if isinstance(data, dict) else data
-            triples = [
-                [str(x) for x in t[:3]] for t in raw or [] if isinstance(t, list) and len(t) >= 3
-            ]
-            self.chunk_meta.setdefault(i, {})["triples"] = triples
-
-
-def _fit_passages(passages: list[str], counter: TokenCounter, budget: int) -> str:
-    """Passages joined for a prompt, each trimmed so the whole stays within `budget` tokens."""
-    if not passages:
-        return ""
-    each = max(32, budget // len(passages))
-    return "\n\n".join(counter.truncate(p, each) for p in passages)
+        return chunk_units + units, all_vecs

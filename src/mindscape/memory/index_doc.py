@@ -1,0 +1,104 @@
+"""The document being indexed, as every layer builder sees it, and the summariser they share.
+
+A :class:`DocText` holds a document's chunks and its sentence bank (each sentence once, with
+the vector pooled from its chunk's embedding pass). A :class:`Summarizer` writes a summary of
+some sentences: extractive offline (the picked sentences), else one LLM call over the
+passages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mindscape import prompts
+from mindscape.memory.chunking import Chunk
+from mindscape.memory.summarize import SentenceBank, extractive_summary
+from mindscape.prompts import summarize as summary_prompt
+from mindscape.tokens import TokenCounter
+
+
+@dataclass
+class DocText:
+    """One document's text, chunks and sentences."""
+
+    doc_id: str
+    text: str
+    chunks: list[Chunk]
+    chunk_ids: list[str]
+    """``<doc_id>:c<n>`` per chunk."""
+    chunk_sents: list[list[int]]
+    """Per chunk: the ids of its sentences in :attr:`bank`."""
+    bank: SentenceBank
+
+    def sents_of(self, chunk_indices: Iterable[int]) -> list[int]:
+        """The sentence ids of some chunks, each once, in source order."""
+        return sorted({s for i in chunk_indices for s in self.chunk_sents[i]})
+
+    def chunks_in(self, start: int, end: int) -> list[int]:
+        """Indices of the chunks overlapping the character range ``[start, end)``."""
+        return [c.index for c in self.chunks if c.char_start < end and c.char_end > start]
+
+
+def doc_text(
+    doc_id: str,
+    text: str,
+    chunks: list[Chunk],
+    arrays: list[np.ndarray],
+    dim: int,
+    counter: TokenCounter,
+) -> DocText:
+    """The document with its sentence bank, deduplicated across overlapping chunks.
+
+    ``arrays[i]`` is chunk i's embedding pass: row 0 the chunk, then its sentences.
+    """
+    sid_of: dict[tuple[int, int], int] = {}
+    texts: list[str] = []
+    vecs: list[np.ndarray] = []
+    chunk_sents: list[list[int]] = []
+    for c, arr in zip(chunks, arrays, strict=True):
+        ids = []
+        for j, span in enumerate(c.sentences):
+            if span not in sid_of:
+                sid_of[span] = len(texts)
+                texts.append(text[span[0] : span[1]])
+                vecs.append(arr[1 + j])
+            ids.append(sid_of[span])
+        chunk_sents.append(ids)
+    tokens = np.asarray(counter.count_many(texts) if texts else [], dtype=np.int64)
+    matrix = np.vstack(vecs).astype(np.float32) if vecs else np.zeros((0, dim), np.float32)
+    chunk_ids = [f"{doc_id}:c{c.index}" for c in chunks]
+    return DocText(
+        doc_id, text, chunks, chunk_ids, chunk_sents, SentenceBank(texts, tokens, matrix)
+    )
+
+
+class Summarizer:
+    """Summaries for the index: extractive without an LLM, else one call per summary."""
+
+    def __init__(self, doc: DocText, llm: Any, counter: TokenCounter) -> None:
+        self.doc, self.llm, self.counter = doc, llm, counter
+
+    def __call__(
+        self, sent_ids: list[int], passages: list[str], template: str, budget: int
+    ) -> tuple[str, list[int]]:
+        """(summary, the sentence ids it stands for): extractive offline (the picked ones),
+        else the LLM's summary of `passages` with `template`."""
+        if self.llm is None:
+            picked = extractive_summary(self.doc.bank, sent_ids, max_tokens=budget)
+            return self.doc.bank.join(picked), picked
+        body = fit_passages(passages, self.counter, 6000)
+        prompt = prompts.render(template, passages=body, max_words=int(budget * 0.75))
+        text = self.llm.complete(prompt, system=summary_prompt.SYSTEM, role="index_summary")
+        return " ".join(text.split()), sent_ids
+
+
+def fit_passages(passages: list[str], counter: TokenCounter, budget: int) -> str:
+    """Passages joined for a prompt, each trimmed so the whole stays within `budget` tokens."""
+    if not passages:
+        return ""
+    each = max(32, budget // len(passages))
+    return "\n\n".join(counter.truncate(p, each) for p in passages)

@@ -1,0 +1,126 @@
+"""The MoM outline layer (Zhao et al., 2025): outline items with their core content and chunks.
+
+Sections come from the text's headings (CHAPTER, BOOK, Roman numerals…; a long section is
+split into parts of at most ``max_section_chunks`` chunks), else one per episodic window.
+Offline, each section is one item whose core content is an extractive summary. With an LLM,
+each section yields items with a title, core content and atomic chunks written as
+``head…[MASK]…tail`` anchors, resolved exactly (then fuzzily) in the section text
+(:func:`mindscape.memory.outline.resolve_anchor`); an item covers the chunks its anchors
+land in, or the whole section.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mindscape import prompts
+from mindscape.memory.embed_cache import Bar
+from mindscape.memory.index_doc import DocText
+from mindscape.memory.outline import Section, detect_sections, resolve_anchor
+from mindscape.memory.summarize import extractive_summary
+from mindscape.memory.types import Unit
+from mindscape.memory.windows import windows
+from mindscape.prompts import outline as outline_prompt
+from mindscape.tokens import TokenCounter
+
+
+def outline_units(
+    doc: DocText,
+    llm: Any,
+    counter: TokenCounter,
+    *,
+    window: int,
+    max_section_chunks: int,
+    core_tokens: int,
+    bar: Bar,
+) -> list[Unit]:
+    """The outline items of the document, in section order."""
+    units: list[Unit] = []
+
+    def add(title: str, core: str, idx: list[int], order: int, meta: dict[str, Any]) -> None:
+        units.append(
+            Unit(
+                f"{doc.doc_id}:o{len(units)}",
+                doc.doc_id,
+                "outline",
+                f"{title}: {core}" if title else core,
+                [doc.chunk_ids[i] for i in idx],
+                kind="section",
+                order=order,
+                meta={"title": title, "core": core, **meta},
+            )
+        )
+
+    secs = sections(doc, window=window, max_section_chunks=max_section_chunks)
+    for n, sec in enumerate(bar(secs, f"{doc.doc_id} · outline")):
+        idx = doc.chunks_in(sec.start, sec.end)
+        if not idx:
+            continue
+        if llm is None:
+            picked = extractive_summary(doc.bank, doc.sents_of(idx), max_tokens=core_tokens)
+            add(sec.title, doc.bank.join(picked), idx, n, {})
+            continue
+        for title, core, covered, spans in llm_items(doc, sec, idx, llm, counter):
+            add(title, core, covered, n, {"atomic_spans": spans})
+    return units
+
+
+def sections(doc: DocText, *, window: int, max_section_chunks: int) -> list[Section]:
+    """Heading sections (split when long), else one section per episodic window."""
+    secs = detect_sections(doc.text)
+    if not secs:
+        return [
+            Section(f"Part {w + 1}", doc.chunks[r[0]].char_start, doc.chunks[r[-1]].char_end)
+            for w, r in enumerate(windows(len(doc.chunks), window))
+        ]
+    out: list[Section] = []
+    for sec in secs:
+        idx = doc.chunks_in(sec.start, sec.end)
+        size = max_section_chunks
+        if len(idx) <= size:
+            out.append(sec)
+            continue
+        parts = -(-len(idx) // size)
+        step = -(-len(idx) // parts)
+        for p in range(parts):
+            part = idx[p * step : (p + 1) * step]
+            start = sec.start if p == 0 else doc.chunks[part[0]].char_start
+            end = sec.end if p == parts - 1 else doc.chunks[part[-1]].char_end
+            out.append(Section(f"{sec.title} (part {p + 1})", start, end))
+    return out
+
+
+def llm_items(
+    doc: DocText, sec: Section, idx: list[int], llm: Any, counter: TokenCounter
+) -> list[tuple[str, str, list[int], list[tuple[int, int]]]]:
+    """MoM extraction of one section: (title, core, covered chunks, atomic spans) per item."""
+    section_text = doc.text[sec.start : sec.end]
+    prompt = prompts.render(
+        outline_prompt.USER,
+        title=sec.title,
+        section=counter.truncate(section_text, 8000),
+        max_items=max(1, min(8, len(idx) // 4 or 1)),
+    )
+    data = llm.complete_json(prompt, system=outline_prompt.SYSTEM, role="index_outline")
+    items = data.get("items", []) if isinstance(data, dict) else data
+    out = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        spans = []
+        for anchor in item.get("chunks") or []:
+            if isinstance(anchor, dict):
+                span = resolve_anchor(
+                    section_text, str(anchor.get("head", "")), str(anchor.get("tail", ""))
+                )
+                if span:
+                    spans.append((span[0] + sec.start, span[1] + sec.start))
+        covered = [
+            i
+            for i in idx
+            if any(doc.chunks[i].char_start < e and doc.chunks[i].char_end > s for s, e in spans)
+        ]
+        out.append(
+            (str(item.get("title", sec.title)), str(item.get("core", "")), covered or idx, spans)
+        )
+    return out
