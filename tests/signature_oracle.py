@@ -13,9 +13,11 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from mindscape.memory.signature import (
+from mindscape.memory.signature import (  # the small array helpers are shared
     SignatureMode,
     SignatureParams,
+    _as_index,
+    _unit_rows,
     greedy_select,
     match_matrix,
     normalise_relevance,
@@ -25,17 +27,6 @@ from mindscape.memory.signature import (
     window_mask,
 )
 from mindscape.memory.types import SignatureUnit
-
-
-def _unit_rows(x: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (zero rows stay zero), as float64."""
-    x = np.atleast_2d(np.asarray(x, dtype=np.float64))
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return np.asarray(np.divide(x, norms, out=np.zeros_like(x), where=norms > 0))
-
-
-def _as_index(A: Sequence[int] | np.ndarray) -> np.ndarray:
-    return np.asarray(list(A) if not isinstance(A, np.ndarray) else A, dtype=np.intp)
 
 
 def f_query(A: Sequence[int] | np.ndarray, rel: np.ndarray) -> float:

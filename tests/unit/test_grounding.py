@@ -57,6 +57,12 @@ def test_a_real_quote_must_be_about_the_question() -> None:
     assert not g.quote_relevant(q, off_topic)
     assert not g.quote_relevant(q, named_only)  # the name alone does not tie it to the question
     assert g.quote_relevant("Who is Gilbert?", "Gilbert Blythe was the best student.")
+    # the passage counts, not only the sentence: the answering sentence need not repeat the question
+    pigeons = "Then two white pigeons came in by the kitchen window."
+    lentils = "She emptied a dish of lentils into the ashes. " + pigeons
+    assert not g.quote_relevant(q, pigeons)
+    assert g.quote_relevant(q, pigeons, [off_topic, lentils])
+    assert not g.quote_relevant(q, off_topic, [off_topic, lentils])
     passages = [help_quote, off_topic]
 
     def level(quote: str, answer: str) -> float:

@@ -11,11 +11,14 @@ an attempt is set here from two checks the reasoner can make itself:
 * **answer support**: for open questions, the share of the answer's content words found in
   the quote (or, failing that, in the passages), with a shared 5-letter prefix counting as
   found ("pigeons" / "pigeon");
-* **quote relevance**: the quote must be about the question: it shares a content word with
-  it (a shared 4-letter prefix counts: "helped" / "help"). The question's names count only
-  when it has no other content word, since a name alone ties a quote to the character, not to
-  what is asked: the 1.5B model quoted "…and the king's son followed her…" to answer "Who
-  helped Cinderella sort the lentils?", a real quote that carried its answer.
+* **quote relevance**: the quote must be about the question: the passage it was copied from
+  shares a content word with the question (a shared 4-letter prefix counts: "helped" /
+  "help"). The passage, not the sentence: an answering sentence often does not repeat the
+  question ("Then two white pigeons came in…" answers "Who helped Cinderella pick the
+  lentils?"; its passage speaks of the lentils). The question's names count only when it has
+  no other content word, since a name ties a passage to the character, not to what is asked:
+  the 1.5B model quoted "…and the king's son followed her…" to answer that question, a real
+  quote that carried its answer, from a passage about the ball.
 
 The levels (:data:`GROUNDED` and below) are ordered so that only a grounded attempt reaches
 the default acceptance threshold (0.5); :data:`QUOTED` marks an attempt whose quote is real
@@ -87,9 +90,21 @@ def _related(word: str, vocabulary: set[str]) -> bool:
     return False
 
 
-def quote_relevant(question: str, quote: str) -> bool:
-    """Whether ``quote`` shares a content word with ``question`` (its names only when the
-    question has no other content word; a question without content words passes)."""
+def source_passage(quote: str, passages: list[str]) -> str:
+    """The passage ``quote`` was copied from (the best partial match), or "" without one."""
+    q = normalise(quote)
+    if len(q) < MIN_QUOTE_CHARS or not passages:
+        return ""
+    scores = [fuzz.partial_ratio(q, normalise(p)) for p in passages]
+    return passages[max(range(len(passages)), key=scores.__getitem__)]
+
+
+def quote_relevant(question: str, quote: str, passages: list[str] | None = None) -> bool:
+    """Whether the quote, with the passage it comes from, shares a content word with
+    ``question`` (its names only when the question has no other content word; a question
+    without content words passes)."""
+    if passages:
+        quote = f"{quote} {source_passage(quote, passages)}"
     tokens = question.split()
     names = {w.lower() for t in tokens[1:] for w in _WORD.findall(t.lower()) if t[:1].isupper()}
     words = [w for w in content_words(question) if w not in names] or content_words(question)
@@ -129,6 +144,6 @@ def grounded_confidence(
         return UNGROUNDED
     if open_task and answer_support(answer, quote, passages) < ANSWER_SUPPORT:
         return QUOTED
-    if question and not quote_relevant(question, quote):
+    if question and not quote_relevant(question, quote, passages):
         return QUOTED
     return GROUNDED
