@@ -224,3 +224,32 @@ def test_the_local_model_caps_the_token_budget() -> None:
     assert exhausted({**state, "token_budget": 3000}, ctx) is None  # 1.5K + 1.5K = 3000
     assert exhausted({**state, "tokens_in": 1600, "token_budget": 3000}, ctx) == "tokens"
     assert exhausted({**state, "tokens_in": 10**6, "token_budget": None}, ctx) is None
+
+
+def test_the_retrievers_own_defaults_agree_with_the_context_defaults() -> None:
+    """The retriever's standalone defaults (benchmarks, scripts) may not drift from the
+    Context's: every knob both have must default to the same value."""
+    import dataclasses
+
+    from mindscape.context import _DEFAULTS
+    from mindscape.memory.retriever import DEFAULT_SIGNATURE_PARAMS, RetrievalSettings
+
+    ctx = {f.name: f.default for f in dataclasses.fields(Context)} | _DEFAULTS
+    rs = RetrievalSettings()
+    for name in ("alpha", "signature_mode", "budgets", "top_n", "chunk_mode", "hybrid_weight"):
+        assert getattr(rs, name) == ctx[name], name
+    assert (rs.gate, rs.narrative_order) == (ctx["gate"], ctx["narrative_order"])
+    sp = DEFAULT_SIGNATURE_PARAMS
+    assert (sp.k, sp.k0, sp.lambda_q, sp.lambda_c, sp.lambda_d) == (
+        ctx["signature_k"],
+        ctx["k0"],
+        ctx["lambda_q"],
+        ctx["lambda_c"],
+        ctx["lambda_d"],
+    )
+    assert (sp.relevance, sp.match, sp.activation, sp.hybrid_weight) == (
+        ctx["signature_relevance"],
+        ctx["signature_match"],
+        ctx["activation"],
+        ctx["hybrid_weight"],
+    )
