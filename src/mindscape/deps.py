@@ -139,12 +139,19 @@ class Deps:
             return "llm"
         return "extractive" if self.settings().backend == "extractive" else "llm"
 
+    def answers_locally(self, ctx: Context) -> bool:
+        """Whether the local model plays the LLM roles of this run: the chat model is built
+        from (or injected with) settings whose backend is ``local``."""
+        if self.backend(ctx) != "llm":
+            return False
+        settings = self.settings() if self.chat is None else self.llm_settings
+        return settings is not None and settings.backend == "local"
+
     def token_budget(self, ctx: Context) -> int | None:
         """A question's token budget: ``ctx.max_tokens``, capped by ``ctx.local_max_tokens``
         when the local model answers (its prompt tokens cost 10–25 ms each on two cores)."""
         budget = ctx.max_tokens
-        local = self.backend(ctx) == "llm" and self.settings().backend == "local"
-        if local and ctx.local_max_tokens is not None:
+        if self.answers_locally(ctx) and ctx.local_max_tokens is not None:
             budget = ctx.local_max_tokens if budget is None else min(budget, ctx.local_max_tokens)
         return budget
 
@@ -203,7 +210,7 @@ class Deps:
         settings = self.llm_settings or LLMSettings(backend="openai")
         roles = ctx.llm_roles
         if roles is None:
-            roles = list(LOCAL_LLM_ROLES if settings.backend == "local" else LLM_ROLES)
+            roles = list(LOCAL_LLM_ROLES if self.answers_locally(ctx) else LLM_ROLES)
         return LLMReasoner(
             chat,
             offline,

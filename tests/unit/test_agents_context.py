@@ -253,3 +253,20 @@ def test_the_retrievers_own_defaults_agree_with_the_context_defaults() -> None:
         ctx["activation"],
         ctx["hybrid_weight"],
     )
+
+
+def test_an_injected_chat_model_without_local_settings_is_not_capped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cap and the roles follow the same rule: an injected chat model is the local model
+    only when the deps' settings say so, whatever the environment names."""
+    from mindscape.deps import Deps
+    from mindscape.reasoners.base import LLM_ROLES
+    from tests.fakes import FakeRetriever, ScriptedChatModel
+
+    monkeypatch.setenv("MINDSCAPE_LLM_BACKEND", "local")
+    r = FakeRetriever()
+    d = Deps(retriever=r, embedder=r.embedder, chat=ScriptedChatModel())
+    ctx = Context().resolved()
+    assert not d.answers_locally(ctx) and d.token_budget(ctx) == 8000
+    assert d.reasoner(ctx).roles == frozenset(LLM_ROLES)  # type: ignore[attr-defined]

@@ -37,10 +37,9 @@ def exhausted(state: QAState, ctx: Context) -> str | None:
         return "llm_calls"
     spent = state.get("tokens_in", 0) + state.get("tokens_out", 0)
     rounds = state.get("rounds", 0)
-    budget: float = state["token_budget"] if "token_budget" in state else ctx.max_tokens  # type: ignore[assignment]
-    if budget is None:
-        budget = float("inf")
-    if spent >= budget or (rounds and spent + spent / rounds > budget):
+    budget = state.get("token_budget", ctx.max_tokens)
+    limit = float("inf") if budget is None else budget
+    if spent >= limit or (rounds and spent + spent / rounds > limit):
         return "tokens"  # spent, or another round like the average one would pass it
     return None
 

@@ -44,7 +44,7 @@ from mindscape.memory.late_fusion import late_fusion
 from mindscape.memory.ranking import pack_budget
 from mindscape.memory.scope import Scope, top_rows
 from mindscape.memory.signature import Activation, SignatureParams
-from mindscape.memory.signature_select import METHODS, select_signature
+from mindscape.memory.signature_select import select_signature
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS, Hit, Layer, SignatureUnit
 from mindscape.tokens import TokenCounter, default_counter
@@ -251,13 +251,10 @@ class Retriever:
         for the activation: the offline signature update. Each unit records its gains
         (``query``, ``coverage``, ``diversity``, ``total``, computed the same way for First-K).
         """
-        if method not in METHODS:
-            raise ValueError(f"unknown signature method {method!r}; use 'coverage' or 'first-k'")
         text = f"{query}\n{extra_text}".strip() if extra_text else query
-        sc = self.scope(doc_ids)
-        if not len(sc.sessions) or not sc.n_chunks:
-            return []
-        return select_signature(sc, text, self.embed_query(text), params or self.params, method)
+        return select_signature(
+            self.scope(doc_ids), text, self.embed_query, params or self.params, method
+        )
 
     # -- σ-conditioned retrieval ------------------------------------------------------------
     def plan(

@@ -8,6 +8,8 @@ relevance, match and redundancy come from the index's vectors (nothing is embedd
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from mindscape.memory import signature as sig
@@ -20,17 +22,23 @@ METHODS = ("coverage", "first-k")
 
 
 def select_signature(
-    scope: Scope, query: str, qvec: np.ndarray, params: SignatureParams, method: str = "coverage"
+    scope: Scope,
+    query: str,
+    embed: Callable[[str], np.ndarray],
+    params: SignatureParams,
+    method: str = "coverage",
 ) -> list[SignatureUnit]:
-    """The signature for `query` (embedded as `qvec`): at most ``params.k`` session summaries.
+    """The signature for `query`: at most ``params.k`` session summaries.
 
-    Each unit records its gains (``query``, ``coverage``, ``diversity``, ``total``), computed
-    the same way for First-K as greedy computes them.
+    `embed` gives the query's unit vector (called only when the scope has sessions). Each
+    unit records its gains (``query``, ``coverage``, ``diversity``, ``total``), computed the
+    same way for First-K as greedy computes them.
     """
     if method not in METHODS:
         raise ValueError(f"unknown signature method {method!r}; use 'coverage' or 'first-k'")
     if not len(scope.sessions) or not scope.n_chunks:
         return []
+    qvec = embed(query)
     act = activate(scope, query, qvec, params)
     rows = act.rows[scope.chunk_session[act.rows] >= 0]
     if not len(rows):

@@ -65,12 +65,23 @@ def content_words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP]
 
 
-def quote_match(quote: str, passages: list[str]) -> float:
-    """Best partial fuzzy match (0..1) of ``quote`` inside any passage; 0 for no quote."""
+def _match_scores(quote: str, passages: list[str]) -> list[float] | None:
+    """Partial fuzzy match (0..1) of ``quote`` inside each passage; None for no quote."""
     q = normalise(quote)
     if len(q) < MIN_QUOTE_CHARS:
-        return 0.0
-    return max((fuzz.partial_ratio(q, normalise(p)) / 100.0 for p in passages), default=0.0)
+        return None
+    return [fuzz.partial_ratio(q, normalise(p)) / 100.0 for p in passages]
+
+
+def _best(scores: list[float]) -> int:
+    """Index of the best score (the first of equals)."""
+    return max(range(len(scores)), key=scores.__getitem__)
+
+
+def quote_match(quote: str, passages: list[str]) -> float:
+    """Best partial fuzzy match (0..1) of ``quote`` inside any passage; 0 for no quote."""
+    scores = _match_scores(quote, passages)
+    return max(scores, default=0.0) if scores is not None else 0.0
 
 
 def _found(word: str, vocabulary: set[str]) -> bool:
@@ -92,26 +103,26 @@ def _related(word: str, vocabulary: set[str]) -> bool:
 
 def source_passage(quote: str, passages: list[str]) -> str:
     """The passage ``quote`` was copied from (the best partial match), or "" without one."""
-    q = normalise(quote)
-    if len(q) < MIN_QUOTE_CHARS or not passages:
-        return ""
-    scores = [fuzz.partial_ratio(q, normalise(p)) for p in passages]
-    return passages[max(range(len(passages)), key=scores.__getitem__)]
+    scores = _match_scores(quote, passages)
+    return passages[_best(scores)] if scores else ""
 
 
 def quote_relevant(question: str, quote: str, passages: list[str] | None = None) -> bool:
     """Whether the quote, with the passage it comes from, shares a content word with
     ``question`` (its names only when the question has no other content word; a question
     without content words passes)."""
-    if passages:
-        quote = f"{quote} {source_passage(quote, passages)}"
+    return _about(question, f"{quote} {source_passage(quote, passages)}" if passages else quote)
+
+
+def _about(question: str, text: str) -> bool:
+    """Whether ``text`` shares a content word with ``question`` (see :func:`quote_relevant`)."""
     tokens = question.split()
     names = {w.lower() for t in tokens[1:] for w in _WORD.findall(t.lower()) if t[:1].isupper()}
     words = [w for w in content_words(question) if w not in names] or content_words(question)
     if not words:
         return True  # nothing to check against ("Where?")
-    in_quote = set(content_words(quote))
-    return any(_related(w, in_quote) for w in words)
+    in_text = set(content_words(text))
+    return any(_related(w, in_text) for w in words)
 
 
 def answer_support(answer: str, quote: str, passages: list[str]) -> float:
@@ -140,10 +151,11 @@ def grounded_confidence(
     ``question`` the relevance check is skipped."""
     if not sufficient:
         return INSUFFICIENT
-    if quote_match(quote, passages) < QUOTE_MATCH:
+    scores = _match_scores(quote, passages)  # once: the match and the source passage
+    if not scores or max(scores) < QUOTE_MATCH:
         return UNGROUNDED
     if open_task and answer_support(answer, quote, passages) < ANSWER_SUPPORT:
         return QUOTED
-    if question and not quote_relevant(question, quote, passages):
+    if question and not _about(question, f"{quote} {passages[_best(scores)]}"):
         return QUOTED
     return GROUNDED
