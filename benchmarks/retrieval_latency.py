@@ -29,7 +29,7 @@ from common import NQA_LATENCY_BOOKS, latency_stores, limit_threads, log, percen
 
 from mindscape.embeddings import load_embedder  # noqa: E402
 from mindscape.eval.bench import load_questions  # noqa: E402
-from mindscape.memory.retriever import RetrievalSettings, Retriever  # noqa: E402
+from mindscape.memory.retriever import RetrievalSettings, Retriever, default_settings  # noqa: E402
 
 TARGETS_MS = {1: 50.0, 10: 150.0}
 
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = sorted({int(x) for x in args.books.split(",")})
     emb = load_embedder()
     stores = latency_stores(args.bench, emb, sizes)
-    settings = RetrievalSettings()
+    settings = default_settings()
     results = {}
     # Questions of all the latency books, for every store: only their number and variety matter here.
     questions = load_questions(

@@ -13,6 +13,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
+from mindscape.memory.retriever import literal_params
 from mindscape.memory.signature import (  # the small array helpers are shared
     SignatureMode,
     SignatureParams,
@@ -74,7 +75,7 @@ def coverage_greedy(
         cand_session: (N,) id of the session window each candidate lies in.
         session_ids: (M,) the candidate sessions S; order breaks ties.
         session_vecs: (M, d) their summary embeddings.
-        params: settings; defaults to ``SignatureParams()``.
+        params: settings; defaults to ``literal_params()``.
         session_rel: (M,) the caller's own rel(q, s); overrides ``params.relevance``.
         match: (M, N) the caller's own m(s, c_i) in [0, 1]; overrides the cosine + window match.
         session_texts: (M,) summary texts to put in the units (default "").
@@ -83,7 +84,7 @@ def coverage_greedy(
     Returns:
         The chosen sessions as :class:`SignatureUnit`, in pick order, with their gains.
     """
-    p = params or SignatureParams()
+    p = params or literal_params()
     n_sessions = len(session_ids)
     sv = _unit_rows(session_vecs) if n_sessions else np.zeros((0, 1))
     cv = _unit_rows(cand_vecs) if len(cand_session) else np.zeros((0, sv.shape[1]))

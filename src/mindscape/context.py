@@ -14,40 +14,24 @@ from __future__ import annotations
 import os
 from dataclasses import MISSING, dataclass, field, fields, replace
 from functools import cache
-from typing import Any, Literal, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_hints
 
 from mindscape.presets import PRESET_NAMES, get_preset
 
+if TYPE_CHECKING:
+    from mindscape.memory.retriever import RetrievalSettings
+    from mindscape.memory.signature import SignatureParams
+
 LAYER_NAMES: tuple[str, ...] = ("veridical", "semantic", "episodic", "outline")
 
-_DEFAULTS: dict[str, Any] = {
-    "signature": "coverage",
-    "alpha": 0.5,
-    "signature_update": "reselect",
-    "signature_mode": "region",
-    "activation": "hybrid",
-    "narrative_order": False,
-    "budgets": {"veridical": 2000, "semantic": 2000, "episodic": 2000, "outline": 0},
-    "budget_scope": "probe",
-    "chunk_mode": "hybrid",
-    "collapse": False,
-    "max_rounds": 5,
-    "max_probes": 3,
-    "query_rewrite": False,
-    "encode": "batched",
-    "fuse": True,
-    "defer_encode": False,
-    "answer_policy": "every-round",
-    "answer_with_signature": True,
-    "answer_with_evidence": True,
-    "max_tokens": 8000,
-    "llm_passage_tokens": 1000,
-}
-"""Values for preset-decided fields that a preset leaves out."""
 
-
-def _d(description: str) -> dict[str, str]:
+def _d(description: str) -> dict[str, Any]:
     return {"description": description}
+
+
+def _p(default: Any, description: str) -> dict[str, Any]:
+    """Metadata of a preset-decided field: its doc and the value used when the preset is silent."""
+    return {"description": description, "preset_default": default}
 
 
 @dataclass(kw_only=True)
@@ -71,7 +55,8 @@ class Context:
 
     # ---- the signature (MiA)
     signature: Literal["coverage", "first-k", "none"] | None = field(
-        default=None, metadata=_d("Initial signature: coverage-aware greedy, First-K, or none.")
+        default=None,
+        metadata=_p("coverage", "Initial signature: coverage-aware greedy, First-K, or none."),
     )
     signature_k: int = field(default=5, metadata=_d("K: most session summaries in σ."))
     k0: int = field(default=50, metadata=_d("K0: query-only candidate chunks that activate σ."))
@@ -79,18 +64,19 @@ class Context:
     lambda_c: float = field(default=1.0, metadata=_d("λC: weight of candidate coverage."))
     lambda_d: float = field(default=0.1, metadata=_d("λD: weight of the redundancy penalty."))
     alpha: float | None = field(
-        default=None, metadata=_d("α in s = (1-α)·s(q,c) + α·s(σ,c); 0 = query only.")
+        default=None, metadata=_p(0.5, "α in s = (1-α)·s(q,c) + α·s(σ,c); 0 = query only.")
     )
     signature_mode: Literal["mean", "max", "joined", "members", "window", "region"] | None = field(
         default=None,
-        metadata=_d(
+        metadata=_p(
+            "region",
             "How σ scores a unit, s(σ,u): mean | max | joined (summary vectors or text), members "
-            "(best member chunk), window (inside σ's windows), region (window + document share)."
+            "(best member chunk), window (inside σ's windows), region (window + document share).",
         ),
     )
     activation: Literal["dense", "hybrid"] | None = field(
         default=None,
-        metadata=_d("The query-only view (E1) that activates σ: dense, or BM25+dense."),
+        metadata=_p("hybrid", "The query-only view (E1) that activates σ: dense, or BM25+dense."),
     )
     signature_relevance: Literal["summary", "chunks", "mean"] = field(
         default="chunks",
@@ -102,28 +88,30 @@ class Context:
     )
     signature_update: Literal["none", "reselect", "llm"] | None = field(
         default=None,
-        metadata=_d(
+        metadata=_p(
+            "reselect",
             "σ update per round: none (static), reselect (greedy with the evidence-augmented "
-            "query), llm (MiA UPDATE call; offline backend falls back to reselect)."
+            "query), llm (MiA UPDATE call; offline backend falls back to reselect).",
         ),
     )
 
     # ---- retrieval
     budgets: dict[str, int] | None = field(
         default=None,
-        metadata=_d(
+        metadata=_p(
+            {"veridical": 2000, "semantic": 2000, "episodic": 2000, "outline": 0},
             "Token budget per layer {veridical, semantic, episodic, outline}; 0 turns a layer "
-            "off. A partial dict overrides only the layers it names."
+            "off. A partial dict overrides only the layers it names.",
         ),
     )
     budget_scope: Literal["probe", "round"] | None = field(
         default=None,
-        metadata=_d("Budgets per probe (ComoRAG) or shared by all probes of a round."),
+        metadata=_p("probe", "Budgets per probe (ComoRAG) or shared by all probes of a round."),
     )
     top_n: int = field(default=50, metadata=_d("Candidates per layer before budget packing."))
     chunk_mode: Literal["dense", "hybrid", "late-fusion"] | None = field(
         default=None,
-        metadata=_d("Veridical layer: dense | hybrid (BM25+dense) | late-fusion (MoM)."),
+        metadata=_p("hybrid", "Veridical layer: dense | hybrid (BM25+dense) | late-fusion (MoM)."),
     )
     hybrid_weight: float = field(
         default=0.3, metadata=_d("BM25 weight in hybrid chunk ranking and activation.")
@@ -134,12 +122,13 @@ class Context:
     )
     narrative_order: bool | None = field(
         default=None,
-        metadata=_d(
-            "Return veridical/episodic hits in source order (ComoRAG) instead of by score."
+        metadata=_p(
+            False, "Return veridical/episodic hits in source order (ComoRAG) instead of by score."
         ),
     )
     collapse: bool | None = field(
-        default=None, metadata=_d("RAPTOR collapsed tree: rank all layers together by score.")
+        default=None,
+        metadata=_p(False, "RAPTOR collapsed tree: rank all layers together by score."),
     )
     collapse_budget: int = field(
         default=3500, metadata=_d("Token budget of the collapsed ranking.")
@@ -147,16 +136,17 @@ class Context:
 
     # ---- the loop and its budgets
     max_rounds: int | None = field(
-        default=None, metadata=_d("Most retrieval rounds (5 for loops).")
+        default=None, metadata=_p(5, "Most retrieval rounds (5 for loops).")
     )
     max_llm_calls: int = field(
         default=100, metadata=_d("Stop refining once this many LLM calls were made.")
     )
     max_tokens: int | None = field(
         default=None,
-        metadata=_d(
+        metadata=_p(
+            8000,
             "Token budget of a question (LLM tokens in+out): refining stops once another round "
-            "like the average one so far would pass it (8000; comorag: 300000)."
+            "like the average one so far would pass it (8000; comorag: 300000).",
         ),
     )
     local_max_tokens: int | None = field(
@@ -167,26 +157,29 @@ class Context:
         ),
     )
     max_probes: int | None = field(
-        default=None, metadata=_d("Self-Probe: most new probes per round (≤3).")
+        default=None, metadata=_p(3, "Self-Probe: most new probes per round (≤3).")
     )
     query_rewrite: bool | None = field(
-        default=None, metadata=_d("Let refinement rewrite the retrieval query (hurts multi-hop).")
+        default=None,
+        metadata=_p(False, "Let refinement rewrite the retrieval query (hurts multi-hop)."),
     )
     encode: Literal["none", "per-layer", "batched", "notes"] | None = field(
         default=None,
-        metadata=_d(
+        metadata=_p(
+            "batched",
             "Mem-Encode: none, one call per probe and layer (ComoRAG), one batched call, or "
-            "the UPDATE call's evidence notes (MiA)."
+            "the UPDATE call's evidence notes (MiA).",
         ),
     )
     fuse: bool | None = field(
-        default=None, metadata=_d("Mem-Fuse the most related part of the pool.")
+        default=None, metadata=_p(True, "Mem-Fuse the most related part of the pool.")
     )
     defer_encode: bool | None = field(
         default=None,
-        metadata=_d(
+        metadata=_p(
+            False,
             "Skip Mem-Encode in round 1 and encode that evidence with round 2's (one call fewer; "
-            "no encode call at all when the first attempt answers)."
+            "no encode call at all when the first attempt answers).",
         ),
     )
     fuse_fraction: float = field(
@@ -197,13 +190,16 @@ class Context:
     )
     answer_policy: Literal["every-round", "on-decision"] | None = field(
         default=None,
-        metadata=_d(
-            "Try an answer every round, or only when UPDATE decides ANSWER / at the last round."
+        metadata=_p(
+            "every-round",
+            "Try an answer every round, or only when UPDATE decides ANSWER / at the last round.",
         ),
     )
-    answer_with_signature: bool | None = field(default=None, metadata=_d("The answerer sees σ."))
+    answer_with_signature: bool | None = field(
+        default=None, metadata=_p(True, "The answerer sees σ.")
+    )
     answer_with_evidence: bool | None = field(
-        default=None, metadata=_d("The answerer sees the evidence memory (cues, fused cue).")
+        default=None, metadata=_p(True, "The answerer sees the evidence memory (cues, fused cue).")
     )
     answer_budget: int = field(
         default=6000,
@@ -211,10 +207,11 @@ class Context:
     )
     llm_passage_tokens: int | None = field(
         default=None,
-        metadata=_d(
+        metadata=_p(
+            1000,
             "Tokens of passages in one LLM prompt (answer, update; split among encode blocks; "
             "half for Self-Probe): the main input cost with a small local model (1000; "
-            "comorag: 6000). Raise it for a large endpoint."
+            "comorag: 6000). Raise it for a large endpoint.",
         ),
     )
     llm_roles: list[str] | None = field(
@@ -280,20 +277,57 @@ class Context:
     def resolved(self) -> Context:
         """A copy with every ``None`` filled: explicit > preset > default; store from env."""
         preset = get_preset(self.preset).values
+        defaults = preset_defaults()
         values: dict[str, Any] = {}
         for f in fields(self):
             own = getattr(self, f.name)
             if f.name == "budgets":
-                base = dict(preset.get("budgets", _DEFAULTS["budgets"]))
+                base = dict(preset.get("budgets", defaults["budgets"]))
                 base.update(own or {})
                 values["budgets"] = {layer: int(base.get(layer, 0)) for layer in LAYER_NAMES}
-            elif own is None and f.name in _DEFAULTS:
-                values[f.name] = preset.get(f.name, _DEFAULTS[f.name])
+            elif own is None and f.name in defaults:
+                values[f.name] = preset.get(f.name, defaults[f.name])
             elif own is None and f.name in preset:
                 values[f.name] = preset[f.name]
         if self.store is None:
             values["store"] = os.environ.get("MINDSCAPE_STORE") or None
         return replace(self, **values)
+
+    # ---- the one mapping to the retriever's settings
+    def signature_params(self) -> SignatureParams:
+        """The signature selection of this run (a resolved Context)."""
+        from mindscape.memory.signature import SignatureParams
+
+        return SignatureParams(
+            k=self.signature_k,
+            k0=self.k0,
+            lambda_q=self.lambda_q,
+            lambda_c=self.lambda_c,
+            lambda_d=self.lambda_d,
+            relevance=self.signature_relevance,
+            match=self.signature_match,
+            activation=_resolved(self.activation, "activation"),
+            hybrid_weight=self.hybrid_weight,
+        )
+
+    def retrieval_settings(
+        self, budgets: dict[str, int] | None = None, *, signed: bool = True
+    ) -> RetrievalSettings:
+        """The retriever's settings for one query of this run (a resolved Context): `budgets`
+        replaces the layer budgets (a round's split), and α is 0 without a signature."""
+        from mindscape.memory.retriever import RetrievalSettings
+
+        return RetrievalSettings(
+            alpha=_resolved(self.alpha, "alpha") if signed else 0.0,
+            signature_mode=_resolved(self.signature_mode, "signature_mode"),
+            budgets=dict(_resolved(self.budgets, "budgets") if budgets is None else budgets),
+            top_n=self.top_n,
+            chunk_mode=_resolved(self.chunk_mode, "chunk_mode"),
+            hybrid_weight=self.hybrid_weight,
+            gate=self.gate,
+            narrative_order=_resolved(self.narrative_order, "narrative_order"),
+            signature_params=self.signature_params(),
+        )
 
     @classmethod
     def from_preset(cls, preset: str, **overrides: Any) -> Context:
@@ -309,6 +343,13 @@ class Context:
     def as_dict(self) -> dict[str, Any]:
         """Plain-data view (what Studio shows)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _resolved(value: Any, name: str) -> Any:
+    """A preset-decided value, which :meth:`Context.resolved` always fills."""
+    if value is None:
+        raise ValueError(f"Context.{name} is unset: use ctx.resolved() (ctx_of does)")
+    return value
 
 
 @cache
@@ -349,3 +390,14 @@ def field_defaults() -> dict[str, Any]:
         elif f.default_factory is not MISSING:  # pragma: no cover - no factories today
             out[f.name] = f.default_factory()
     return out
+
+
+@cache
+def preset_defaults() -> dict[str, Any]:
+    """The value of each preset-decided field when its preset leaves it out (from the fields'
+    metadata: each default is written once, beside its field)."""
+    return {
+        f.name: f.metadata["preset_default"]
+        for f in fields(Context)
+        if "preset_default" in f.metadata
+    }

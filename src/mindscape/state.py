@@ -82,8 +82,10 @@ class ProbeHits(TypedDict):
     items: list[EvidenceItem]
 
 
-class MemoryUnit(TypedDict):
-    """ComoRAG's memory unit `(probe, layer, evidence ids, cue)` (layer "fusion" for Mem-Fuse)."""
+class EvidenceNote(TypedDict):
+    """One note of the evidence memory: ComoRAG's memory unit `(probe, layer, evidence ids,
+    cue)` (layer "fusion" for Mem-Fuse, "notes" for MiA's UPDATE notes). Not to be confused with
+    the index (:mod:`mindscape.memory`), which the notes are written about."""
 
     probe: str
     layer: str
@@ -157,9 +159,11 @@ def merge_evidence(
     return list(out.values())
 
 
-def add_units(left: list[MemoryUnit] | None, right: list[MemoryUnit] | None) -> list[MemoryUnit]:
-    """Append memory units; a unit with the same (probe, layer, evidence ids) replaces the old one."""
-    out: dict[tuple[str, str, tuple[str, ...]], MemoryUnit] = {}
+def add_units(
+    left: list[EvidenceNote] | None, right: list[EvidenceNote] | None
+) -> list[EvidenceNote]:
+    """Append evidence notes; a note with the same (probe, layer, evidence ids) replaces the old one."""
+    out: dict[tuple[str, str, tuple[str, ...]], EvidenceNote] = {}
     for unit in [*(left or []), *(right or [])]:
         out[(unit["probe"], unit["layer"], tuple(unit["evidence_ids"]))] = unit
     return list(out.values())
@@ -243,8 +247,8 @@ class QAState(QAInput, QAOutput):
     """This round's retrieval, per probe and layer."""
     retrieved: NotRequired[Annotated[list[EvidenceItem], merge_evidence]]
     """Everything retrieved so far (deduplicated by unit id); excluded from later retrieval."""
-    memory: NotRequired[Annotated[list[MemoryUnit], add_units]]
-    """The memory pool of units `(probe, layer, evidence ids, cue)`."""
+    evidence_memory: NotRequired[Annotated[list[EvidenceNote], add_units]]
+    """The evidence memory (ComoRAG's memory pool): notes `(probe, layer, evidence ids, cue)`."""
     fused: NotRequired[str]
     """The latest Mem-Fuse cue."""
     attempts: NotRequired[Annotated[list[Attempt], operator.add]]

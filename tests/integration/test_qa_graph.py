@@ -167,7 +167,7 @@ def test_partial_run_from_a_given_state(qa_deps: Deps) -> None:
             "query": Q,
             "round_hits": [{"probe": Q, "layer": "veridical", "items": [item]}],
             "retrieved": [item],
-            "memory": [],
+            "evidence_memory": [],
             "attempts": [],
         },
         as_node="evidence_fuse",

@@ -14,7 +14,12 @@ import pytest
 from mindscape.eval.bench import gold_spans, load_documents, load_questions
 from mindscape.eval.metrics import recall_at_k
 from mindscape.memory.indexer import Indexer
-from mindscape.memory.retriever import DEFAULT_SIGNATURE_PARAMS, RetrievalSettings, Retriever
+from mindscape.memory.retriever import (
+    RetrievalSettings,
+    Retriever,
+    default_params,
+    default_settings,
+)
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS
 from tests.conftest import BENCH
@@ -86,9 +91,9 @@ def test_signature_finds_the_story_and_conditioned_retrieval_recalls_evidence(se
     in_story = [r.signature(q.question)[0].unit_id.startswith(ASKED + ":") for q in questions]
     assert sum(in_story) / len(in_story) >= 0.8
     naive = recall10(
-        r, questions, method=None, settings=RetrievalSettings(chunk_mode="dense", alpha=0.0)
+        r, questions, method=None, settings=default_settings(chunk_mode="dense", alpha=0.0)
     )
-    mia = recall10(r, questions, method="coverage", settings=RetrievalSettings())
+    mia = recall10(r, questions, method="coverage", settings=default_settings())
     assert naive >= 0.6
     assert mia >= naive - 0.02
     assert mia >= 0.8
@@ -99,8 +104,8 @@ def test_tri_layer_retrieve_packs_real_token_budgets(setup):
     r = Retriever(store, emb)
     q = questions[0].question
     sig = r.signature(q)
-    assert 1 <= len(sig) <= DEFAULT_SIGNATURE_PARAMS.k
-    st = RetrievalSettings(
+    assert 1 <= len(sig) <= default_params().k
+    st = default_settings(
         budgets={"veridical": 600, "semantic": 300, "episodic": 300, "outline": 300}
     )
     out = r.retrieve(q, signature=sig, settings=st)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -184,18 +185,18 @@ def test_input_keys_follow_the_input_schema() -> None:
 
 @pytest.mark.parametrize("name", PRESET_NAMES)
 def test_retrieval_and_signature_settings_come_from_the_resolved_context(name: str) -> None:
-    from mindscape.agents._common import retrieval_settings, signature_params
-
-    ctx = Context(preset=name, hybrid_weight=0.2, k0=30).resolved()
+    ctx = Context(preset=name, hybrid_weight=0.2, k0=30, activation="hybrid").resolved()
     values = PRESETS[name].values
-    rs = retrieval_settings(ctx, {"veridical": 100}, signed=True)
+    rs = ctx.retrieval_settings({"veridical": 100})
     assert rs.chunk_mode == values["chunk_mode"] and rs.alpha == values["alpha"]
     assert rs.narrative_order == values["narrative_order"] and rs.hybrid_weight == 0.2
-    assert retrieval_settings(ctx, {}, signed=False).alpha == 0.0
-    sp = signature_params(ctx)
-    assert sp.activation == values["activation"] and sp.k0 == 30
+    assert rs.budgets == {"veridical": 100} and ctx.retrieval_settings().budgets == ctx.budgets
+    assert ctx.retrieval_settings({}, signed=False).alpha == 0.0
+    sp = ctx.signature_params()
+    assert sp.activation == "hybrid" and sp.k0 == 30
+    assert rs.signature_params == sp  # the α gate's activation is the run's
     with pytest.raises(ValueError, match="unset"):
-        retrieval_settings(Context(preset=name), {}, signed=True)
+        Context(preset=name).retrieval_settings({})
 
 
 def test_the_local_model_caps_the_token_budget() -> None:
@@ -226,33 +227,24 @@ def test_the_local_model_caps_the_token_budget() -> None:
     assert exhausted({**state, "tokens_in": 10**6, "token_budget": None}, ctx) is None
 
 
-def test_the_retrievers_own_defaults_agree_with_the_context_defaults() -> None:
-    """The retriever's standalone defaults (benchmarks, scripts) may not drift from the
-    Context's: every knob both have must default to the same value."""
-    import dataclasses
+def test_every_default_is_written_once() -> None:
+    """The retriever's standalone defaults are the Context's, through the one mapping; a
+    preset-decided field's default is the one in its metadata."""
+    from mindscape.context import preset_defaults
+    from mindscape.memory.retriever import default_params, default_settings
 
-    from mindscape.context import _DEFAULTS
-    from mindscape.memory.retriever import DEFAULT_SIGNATURE_PARAMS, RetrievalSettings
-
-    ctx = {f.name: f.default for f in dataclasses.fields(Context)} | _DEFAULTS
-    rs = RetrievalSettings()
-    for name in ("alpha", "signature_mode", "budgets", "top_n", "chunk_mode", "hybrid_weight"):
-        assert getattr(rs, name) == ctx[name], name
-    assert (rs.gate, rs.narrative_order) == (ctx["gate"], ctx["narrative_order"])
-    sp = DEFAULT_SIGNATURE_PARAMS
-    assert (sp.k, sp.k0, sp.lambda_q, sp.lambda_c, sp.lambda_d) == (
-        ctx["signature_k"],
-        ctx["k0"],
-        ctx["lambda_q"],
-        ctx["lambda_c"],
-        ctx["lambda_d"],
-    )
-    assert (sp.relevance, sp.match, sp.activation, sp.hybrid_weight) == (
-        ctx["signature_relevance"],
-        ctx["signature_match"],
-        ctx["activation"],
-        ctx["hybrid_weight"],
-    )
+    ctx = Context().resolved()
+    assert default_settings() == ctx.retrieval_settings()
+    assert default_params() == ctx.signature_params()
+    assert default_settings(top_n=7).top_n == 7
+    defaults = preset_defaults()
+    assert {f.name for f in dataclasses.fields(Context) if f.default is None} - {
+        "store",  # None reads MINDSCAPE_STORE
+        "llm_roles",  # None: the backend decides (Deps.reasoner_roles)
+    } == set(defaults)  # every preset-decided field has a default
+    ctx = Context(preset="naive").resolved()  # naive leaves max_tokens to the default
+    assert "max_tokens" not in PRESETS["naive"].values
+    assert ctx.max_tokens == defaults["max_tokens"]
 
 
 def test_an_injected_chat_model_without_local_settings_is_not_capped(

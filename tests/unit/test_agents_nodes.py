@@ -56,7 +56,7 @@ def after_retrieve(d: Deps, **ctx: Any) -> dict:
         round_hits=got["round_hits"],
         retrieved=got["retrieved"],
         rounds=1,
-        memory=[],
+        evidence_memory=[],
         attempts=[],
         probes=[],
     )
@@ -73,7 +73,7 @@ def test_init_signature_resets_and_activates() -> None:
     assert [s["unit_id"] for s in out["signature"]][:1] == ["tale:e1"]
     for key in ("rounds", "llm_calls", "tokens_in", "tokens_out"):
         assert out[key] == Overwrite(0)
-    for key in ("probes", "retrieved", "memory", "attempts", "trace"):
+    for key in ("probes", "retrieved", "evidence_memory", "attempts", "trace"):
         assert out[key] == Overwrite([])
     assert out["_events"][0]["event"] == "signature"
 
@@ -156,20 +156,32 @@ def test_collapsed_tree_packs_all_layers_into_one_budget() -> None:
 
 
 def test_collapse_keeps_the_best_scores_across_layers_within_the_budget() -> None:
-    from mindscape.agents.tri_layer_retrieve import collapse_hits
+    from mindscape.memory.raptor_collapse import collapse
+    from mindscape.memory.types import Hit
 
-    def item(uid: str, score: float, tokens: int) -> dict:
-        return {"unit_id": uid, "score": score, "tokens": tokens}
+    def hit(layer: str, uid: str, score: float, tokens: int) -> Hit:
+        return Hit(
+            layer=layer,  # type: ignore[arg-type]
+            unit_id=uid,
+            doc_id="d",
+            chunk_ids=[],
+            text=uid,
+            score_query=score,
+            score_signature=0.0,
+            score=score,
+            tokens=tokens,
+        )
 
-    groups = [
-        {"probe": "q", "layer": "veridical", "items": [item("c1", 0.9, 10), item("c2", 0.3, 10)]},
-        {"probe": "q", "layer": "semantic", "items": [item("s1", 0.8, 10), item("s2", 0.7, 30)]},
-        {"probe": "q", "layer": "episodic", "items": [item("e1", 0.5, 10)]},
-    ]
-    out = collapse_hits(groups, 30)  # type: ignore[arg-type]
-    kept = {g["layer"]: [i["unit_id"] for i in g["items"]] for g in out}
+    hits = {
+        "veridical": [hit("veridical", "c1", 0.9, 10), hit("veridical", "c2", 0.3, 10)],
+        "semantic": [hit("semantic", "s1", 0.8, 10), hit("semantic", "s2", 0.7, 30)],
+        "episodic": [hit("episodic", "e1", 0.5, 10)],
+        "outline": [],
+    }
+    out = collapse(hits, 30)  # type: ignore[arg-type]
+    kept = {layer: [h.unit_id for h in hs] for layer, hs in out.items()}
     # c1, s1 fit (20); s2 (30) does not; e1 (0.5) is next best and fits; c2 (0.3) is left out
-    assert kept == {"veridical": ["c1"], "semantic": ["s1"], "episodic": ["e1"]}
+    assert kept == {"veridical": ["c1"], "semantic": ["s1"], "episodic": ["e1"], "outline": []}
 
 
 # ---------------------------------------------------------------- signature_update
@@ -222,14 +234,18 @@ def test_per_layer_encode_makes_one_call_per_unit_and_fuses_history() -> None:
     state = after_retrieve(d, preset="comorag")
     out = run(make_evidence_fuse, d, state, preset="comorag")
     assert script.counts == {"encode": 3} and out["llm_calls"] == 3
-    assert sorted(u["layer"] for u in out["memory"]) == ["episodic", "semantic", "veridical"]
-    assert all(u["cue"].startswith("finding b1") for u in out["memory"])
+    assert sorted(u["layer"] for u in out["evidence_memory"]) == [
+        "episodic",
+        "semantic",
+        "veridical",
+    ]
+    assert all(u["cue"].startswith("finding b1") for u in out["evidence_memory"])
     # next round: the pool has history, so Mem-Fuse runs as its own call
-    state["memory"] = out["memory"]
+    state["evidence_memory"] = out["evidence_memory"]
     state["rounds"] = 2
     out2 = run(make_evidence_fuse, d, state, preset="comorag")
     assert script.counts == {"encode": 6, "fuse": 1}
-    fusion = [u for u in out2["memory"] if u["layer"] == "fusion"]
+    fusion = [u for u in out2["evidence_memory"] if u["layer"] == "fusion"]
     assert len(fusion) == 1 and out2["fused"] == fusion[0]["cue"]
 
 
@@ -239,10 +255,10 @@ def test_batched_encode_is_one_call_with_fusion() -> None:
     state = after_retrieve(d, preset="mindscape")
     out = run(make_evidence_fuse, d, state, preset="mindscape", defer_encode=False)
     assert script.counts == {"encode": 1} and out["llm_calls"] == 1
-    assert [u["cue"] for u in out["memory"]] == [
-        f"finding b{i + 1}" for i in range(len(out["memory"]))
+    assert [u["cue"] for u in out["evidence_memory"]] == [
+        f"finding b{i + 1}" for i in range(len(out["evidence_memory"]))
     ]
-    state["memory"], state["rounds"] = out["memory"], 2
+    state["evidence_memory"], state["rounds"] = out["evidence_memory"], 2
     out2 = run(make_evidence_fuse, d, state, preset="mindscape", defer_encode=False)
     assert script.counts == {"encode": 2} and out2["fused"] == "synthesis so far"
 
@@ -254,7 +270,9 @@ def test_deferred_encode_covers_round_one_in_round_two() -> None:
         d, preset="mindscape", budgets={"veridical": 40, "semantic": 0, "episodic": 0, "outline": 0}
     )
     first = run(make_evidence_fuse, d, state, preset="mindscape")
-    assert "memory" not in first and first["_events"][0]["deferred"] and script.counts == {}
+    assert (
+        "evidence_memory" not in first and first["_events"][0]["deferred"] and script.counts == {}
+    )
     state.update(pending_probes=["Edrin Vale"])
     got = run(make_tri_layer_retrieve, d, state, preset="mindscape")
     state.update(
@@ -262,9 +280,9 @@ def test_deferred_encode_covers_round_one_in_round_two() -> None:
     )
     out = run(make_evidence_fuse, d, state, preset="mindscape")
     assert script.counts == {"encode": 1} and out["llm_calls"] == 1
-    probes = [u["probe"] for u in out["memory"]]
+    probes = [u["probe"] for u in out["evidence_memory"]]
     assert probes[0] == Q and probes[-1] == "Edrin Vale"  # round 1's evidence first, then round 2's
-    covered = {i for u in out["memory"] for i in u["evidence_ids"]}
+    covered = {i for u in out["evidence_memory"] for i in u["evidence_ids"]}
     assert covered == {i["unit_id"] for i in state["retrieved"]}
 
 
@@ -273,7 +291,7 @@ def test_notes_mode_turns_update_notes_into_units() -> None:
     state = after_retrieve(d, preset="mia-agent")
     state["update"] = {"notes": [["Tobin hid the gold in the cave", ["tale:c5"]]]}
     out = run(make_evidence_fuse, d, state, preset="mia-agent")
-    assert out["memory"] == [
+    assert out["evidence_memory"] == [
         {
             "probe": Q,
             "layer": "notes",
@@ -290,7 +308,7 @@ def test_offline_encode_is_extractive_and_free() -> None:
     out = run(
         make_evidence_fuse, d, state, preset="mindscape", backend="extractive", defer_encode=False
     )
-    assert out["llm_calls"] == 0 and all(u["cue"] for u in out["memory"])
+    assert out["llm_calls"] == 0 and all(u["cue"] for u in out["evidence_memory"])
     assert run(make_evidence_fuse, d, state, preset="naive") == {"_events": []}
 
 
@@ -331,7 +349,7 @@ def test_answer_context_follows_the_switches() -> None:
     script = QAScript()
     d = deps(script.chat_model())
     state = after_retrieve(d, preset="mindscape")
-    state["memory"] = [
+    state["evidence_memory"] = [
         {"probe": Q, "layer": "veridical", "evidence_ids": [], "cue": "CUE-TEXT", "round": 1}
     ]
     run(make_try_answer, d, state, preset="mindscape")
@@ -485,7 +503,7 @@ def test_refine_stops_when_nothing_is_left_to_try() -> None:
         "rounds": 2,
         "round_hits": [],
         "retrieved": [],
-        "memory": [],
+        "evidence_memory": [],
         "attempts": [_attempt(2, "g", False, 0.1)],
         "probes": [],
     }

@@ -330,7 +330,7 @@ def test_answer_prompt_keeps_memory_and_passages_within_the_passage_budget() -> 
         }
         for n in range(30)
     ]
-    r.answer(AnswerRequest("Where?", "open", passages=items(), memory=memory), usage=Usage())  # type: ignore[arg-type]
+    r.answer(AnswerRequest("Where?", "open", passages=items(), notes=memory), usage=Usage())  # type: ignore[arg-type]
     prompt = chat.prompts[-1]
     between = prompt.split("<memory>")[1].split("</memory>")[0]
     assert "cue 29" in between and "cue 0 " not in between  # the latest findings are kept

@@ -17,8 +17,7 @@ from langchain_core.embeddings import Embeddings
 
 from mindscape.memory import signature as sg
 from mindscape.memory.indexer import IndexConfig, Indexer
-from mindscape.memory.retriever import DEFAULT_SIGNATURE_PARAMS, RetrievalSettings, Retriever
-from mindscape.memory.signature import SignatureParams
+from mindscape.memory.retriever import Retriever, default_params, default_settings, literal_params
 from mindscape.memory.signature_select import member_match
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS
@@ -103,7 +102,7 @@ def ids(hits):
     return [h.unit_id for h in hits]
 
 
-DENSE = RetrievalSettings(chunk_mode="dense", gate="none")
+DENSE = default_settings(chunk_mode="dense", gate="none")
 
 
 # --------------------------------------------------------------------------- the index we test on
@@ -190,14 +189,14 @@ def test_signature_units_are_sessions_with_their_gains(retriever, built):
     store, _ = built
     sessions = {u.id: u for u in store.view("episodic").units}
     sig = retriever.signature("Where is the temple of the palace?")
-    assert 1 <= len(sig) <= DEFAULT_SIGNATURE_PARAMS.k
+    assert 1 <= len(sig) <= default_params().k
     assert [s.rank for s in sig] == list(range(len(sig)))
     assert len({s.unit_id for s in sig}) == len(sig)
     for s in sig:
         u = sessions[s.unit_id]
         assert s.text == u.text and s.chunk_ids == u.chunk_ids
         assert set(s.gains) == {"query", "coverage", "diversity", "total"}
-        p = DEFAULT_SIGNATURE_PARAMS
+        p = default_params()
         assert s.gains["total"] == pytest.approx(
             p.lambda_q * s.gains["query"]
             + p.lambda_c * s.gains["coverage"]
@@ -211,7 +210,7 @@ def test_first_k_takes_sessions_of_top_chunks_in_rank_order(retriever, built):
     session_of = {c: u.id for u in store.view("episodic").units for c in u.chunk_ids}
     q = "river bridge tower"
     for activation in ("dense", "hybrid"):
-        p = dataclasses.replace(DEFAULT_SIGNATURE_PARAMS, k=3, activation=activation)
+        p = default_params(k=3, activation=activation)
         cands = retriever.candidates(q, k0=p.k0, activation=activation)
         expected: list[str] = []
         for h in cands:
@@ -225,9 +224,7 @@ def test_first_k_takes_sessions_of_top_chunks_in_rank_order(retriever, built):
 
 def test_first_k_hand_case_one_chunk_one_session(retriever):
     # The words of one paragraph only: the top chunk, hence the first session, is that paragraph's.
-    sig = retriever.signature(
-        "Tobin caravan", method="first-k", params=dataclasses.replace(DEFAULT_SIGNATURE_PARAMS, k=1)
-    )
+    sig = retriever.signature("Tobin caravan", method="first-k", params=default_params(k=1))
     assert len(sig) == 1
     top = retriever.candidates("Tobin caravan", k0=1, activation="dense")[0]
     assert "caravan" in top.text
@@ -235,7 +232,7 @@ def test_first_k_hand_case_one_chunk_one_session(retriever):
 
 
 def test_first_k_and_coverage_agree_when_k_is_one_and_coverage_is_off(retriever):
-    p = dataclasses.replace(DEFAULT_SIGNATURE_PARAMS, k=1, lambda_c=0.0, lambda_d=0.0)
+    p = default_params(k=1, lambda_c=0.0, lambda_d=0.0)
     q = "summit pass village"
     assert [s.unit_id for s in retriever.signature(q, params=p)] == [
         s.unit_id for s in retriever.signature(q, method="first-k", params=p)
@@ -252,7 +249,7 @@ def test_signature_uses_index_vectors_not_the_model(built):
             r.signature(
                 "mill river",
                 method=method,
-                params=dataclasses.replace(DEFAULT_SIGNATURE_PARAMS, match=match),
+                params=default_params(match=match),
             )
     assert emb.documents_calls == before_docs  # summaries are never re-embedded
     assert emb.query_calls == before_q + 1  # the query once (then cached)
@@ -273,7 +270,7 @@ def test_member_match_of_the_retriever_equals_the_reference(retriever):
 
 
 def test_signature_options_and_errors(retriever):
-    lit = SignatureParams()  # the literal objective: summary relevance and match, dense E1
+    lit = literal_params()  # the literal objective: summary relevance and match, dense E1
     assert retriever.signature("river", params=lit)
     assert retriever.signature("river", params=dataclasses.replace(lit, relevance="mean"))
     assert retriever.signature("river", extra_text="mill stone")
@@ -285,11 +282,11 @@ def test_signature_options_and_errors(retriever):
 
 
 def test_extra_text_moves_the_signature(retriever):
-    base = retriever.signature("stone", params=dataclasses.replace(DEFAULT_SIGNATURE_PARAMS, k=1))
+    base = retriever.signature("stone", params=default_params(k=1))
     moved = retriever.signature(
         "stone",
         extra_text="Ilse glacier glacier",
-        params=dataclasses.replace(DEFAULT_SIGNATURE_PARAMS, k=1),
+        params=default_params(k=1),
     )
     assert moved[0].unit_id.startswith("gamma:")
     assert base  # the plain query still yields a signature
@@ -301,7 +298,7 @@ def test_extra_text_moves_the_signature(retriever):
 @pytest.mark.parametrize("chunk_mode", ["dense", "hybrid", "late-fusion"])
 @pytest.mark.parametrize("budget", [0, 30, 120, 400])
 def test_budgets_are_never_exceeded(retriever, chunk_mode, budget):
-    st = RetrievalSettings(
+    st = default_settings(
         chunk_mode=chunk_mode,
         budgets={
             "veridical": budget,
@@ -327,14 +324,14 @@ def test_budgets_are_never_exceeded(retriever, chunk_mode, budget):
 
 
 def test_layers_are_switchable(retriever):
-    st = RetrievalSettings(budgets={"veridical": 500, "semantic": 0, "episodic": 0, "outline": 0})
+    st = default_settings(budgets={"veridical": 500, "semantic": 0, "episodic": 0, "outline": 0})
     out = retriever.retrieve("forest", settings=st)
     assert out["veridical"] and not out["semantic"] and not out["episodic"] and not out["outline"]
 
 
 @pytest.mark.parametrize("chunk_mode", ["dense", "hybrid", "late-fusion"])
 def test_pool_exclusion_holds(retriever, chunk_mode):
-    st = RetrievalSettings(
+    st = default_settings(
         chunk_mode=chunk_mode,
         budgets={"veridical": 200, "semantic": 200, "episodic": 200, "outline": 200},
     )
@@ -358,7 +355,7 @@ def test_hits_carry_layer_ids_text_and_scores(retriever, built):
     out = retriever.retrieve(
         q,
         signature=retriever.signature(q),
-        settings=RetrievalSettings(
+        settings=default_settings(
             budgets={"veridical": 300, "semantic": 300, "episodic": 300, "outline": 300}
         ),
     )
@@ -375,7 +372,7 @@ def test_hits_carry_layer_ids_text_and_scores(retriever, built):
 
 
 def test_narrative_order(retriever):
-    st = RetrievalSettings(
+    st = default_settings(
         narrative_order=True,
         budgets={"veridical": 400, "semantic": 0, "episodic": 400, "outline": 0},
     )
@@ -386,7 +383,7 @@ def test_narrative_order(retriever):
 
 
 def test_doc_scope_restricts_every_layer(retriever):
-    st = RetrievalSettings(
+    st = default_settings(
         budgets={"veridical": 300, "semantic": 300, "episodic": 300, "outline": 300}
     )
     out = retriever.retrieve(
@@ -403,7 +400,7 @@ def test_doc_scope_restricts_every_layer(retriever):
 
 
 def test_late_fusion_maps_outline_hits_to_chunks_and_dedupes(retriever):
-    st = RetrievalSettings(chunk_mode="late-fusion", alpha=0.0, dedupe_threshold=0.999)
+    st = default_settings(chunk_mode="late-fusion", alpha=0.0, dedupe_threshold=0.999)
     hits = retriever.rank_chunks("caravan oasis", settings=st, k=15)
     assert all(h.layer == "veridical" for h in hits)
     assert len(set(ids(hits))) == len(hits)
@@ -419,7 +416,7 @@ def test_late_fusion_maps_outline_hits_to_chunks_and_dedupes(retriever):
 
 def test_hybrid_weight_zero_is_dense_order(retriever):
     q = "Ilse walked to the mine"
-    st = RetrievalSettings(chunk_mode="hybrid", hybrid_weight=0.0, alpha=0.0)
+    st = default_settings(chunk_mode="hybrid", hybrid_weight=0.0, alpha=0.0)
     assert ids(retriever.rank_chunks(q, settings=st, k=10)) == ids(
         retriever.candidates(q, k0=10, activation="dense")
     )
@@ -429,13 +426,13 @@ def test_gate_scales_alpha_by_activation_confidence(retriever):
     q = "Tobin desert caravan"
     sig = retriever.signature(q)
     gated = retriever.rank_chunks(
-        q, signature=sig, settings=RetrievalSettings(alpha=0.5, gate="doc"), k=3
+        q, signature=sig, settings=default_settings(alpha=0.5, gate="doc"), k=3
     )
     a = gated[0].meta["alpha"]
     assert 0.0 < a <= 0.5
     assert (
         retriever.rank_chunks(
-            q, signature=sig, settings=RetrievalSettings(alpha=0.5, gate="none"), k=3
+            q, signature=sig, settings=default_settings(alpha=0.5, gate="none"), k=3
         )[0].meta["alpha"]
         == 0.5
     )
@@ -444,10 +441,37 @@ def test_gate_scales_alpha_by_activation_confidence(retriever):
         q,
         signature=retriever.signature(q, doc_ids={"beta"}),
         doc_ids={"beta"},
-        settings=RetrievalSettings(alpha=0.5, gate="doc"),
+        settings=default_settings(alpha=0.5, gate="doc"),
         k=3,
     )
     assert one[0].meta["alpha"] == 0.5
+
+
+def test_the_gate_reads_the_runs_activation_not_the_retrievers(retriever):
+    """The α gate's confidence comes from the activation the run chose σ with (its K0 and
+    E1 in ``settings.signature_params``), not from the retriever's own defaults."""
+    from mindscape.memory.conditioning import resolve_signature
+
+    q = "river stone"  # two stories have a river
+    sig = retriever.signature(q)
+    sc = retriever.scope()
+    main = resolve_signature(sc, sig, embed=None, graded=False).main_doc
+
+    def alpha(k0: int) -> tuple[float, float]:
+        run = default_params(k0=k0, activation="dense")
+        st = default_settings(alpha=0.5, gate="doc", signature_params=run)
+        got = retriever.rank_chunks(q, signature=sig, settings=st, k=3)[0].meta["alpha"]
+        rows = [
+            sc.chunks.row_of[h.unit_id]
+            for h in retriever.candidates(q, **{"k0": k0, "activation": "dense"})
+        ]
+        conf = sg.activation_confidence(np.arange(len(rows)), sc.chunk_doc[rows].tolist(), main)
+        return got, 0.5 * conf**2
+
+    narrow, wide = alpha(1), alpha(40)
+    assert narrow[0] == pytest.approx(narrow[1]) and wide[0] == pytest.approx(wide[1])
+    assert narrow[0] != pytest.approx(wide[0])  # K0 reaches the gate
+    assert retriever.params.k0 == 50  # the retriever's own default is neither
 
 
 def test_signature_units_from_other_layers_are_accepted(retriever, built):
@@ -459,7 +483,7 @@ def test_signature_units_from_other_layers_are_accepted(retriever, built):
     hits = retriever.rank_chunks(
         "stone",
         signature=su,
-        settings=RetrievalSettings(alpha=1.0, signature_mode="window", gate="none"),
+        settings=default_settings(alpha=1.0, signature_mode="window", gate="none"),
         k=3,
     )
     assert set(ids(hits)) <= set(outline.chunk_ids)
@@ -480,7 +504,7 @@ def test_invalid_settings_raise():
         {"window_weights": "steep"},
     ):
         with pytest.raises(ValueError):
-            RetrievalSettings(**bad)
+            default_settings(**bad)
 
 
 def test_scope_cache_sees_new_documents(tmp_path):

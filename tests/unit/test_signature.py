@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from mindscape.memory.retriever import literal_params
 from mindscape.memory.signature import (
     SignatureParams,
     conditioned_scores,
@@ -135,7 +136,7 @@ def brute_force_best(rel, match, w, params: SignatureParams) -> float:
 @pytest.mark.parametrize(("lambda_q", "lambda_c"), [(1.0, 1.0), (0.0, 1.0), (0.2, 1.0)])
 def test_greedy_reaches_one_minus_one_over_e_of_brute_force(lambda_q, lambda_c):
     rng = np.random.default_rng(2)
-    params = SignatureParams(k=3, lambda_q=lambda_q, lambda_c=lambda_c, lambda_d=0.0)
+    params = literal_params(k=3, lambda_q=lambda_q, lambda_c=lambda_c, lambda_d=0.0)
     worst = math.inf
     for _ in range(30):
         rel, match, w, _ = prepared(rng, n_sessions=8, n_cands=30)
@@ -151,7 +152,7 @@ def test_greedy_reaches_one_minus_one_over_e_of_brute_force(lambda_q, lambda_c):
 
 def test_gains_are_consistent_and_match_the_objective():
     rng = np.random.default_rng(3)
-    params = SignatureParams(k=5, lambda_q=0.7, lambda_c=1.3, lambda_d=0.25)
+    params = literal_params(k=5, lambda_q=0.7, lambda_c=1.3, lambda_d=0.25)
     for _ in range(20):
         q, cv, ranks, cs, sids, sv = random_instance(rng, n_sessions=10, n_cands=40)
         units = coverage_greedy(q, cv, ranks, cs, sids, sv, params)
@@ -186,11 +187,11 @@ def test_greedy_stops_when_no_positive_gain():
     rel = np.array([1.0, 0.0])
     match = np.array([[1.0, 1.0], [0.5, 0.0]])
     w = np.array([1.0, 0.5])
-    picks = greedy_select(rel, match, w, None, SignatureParams(k=5, lambda_d=0.0))
+    picks = greedy_select(rel, match, w, None, literal_params(k=5, lambda_d=0.0))
     assert [j for j, _ in picks] == [0]
     # With a redundancy penalty the zero-gain session would even lose value.
     sim = np.array([[1.0, 0.8], [0.8, 1.0]])
-    picks = greedy_select(rel, match, w, sim, SignatureParams(k=5, lambda_d=0.1))
+    picks = greedy_select(rel, match, w, sim, literal_params(k=5, lambda_d=0.1))
     assert [j for j, _ in picks] == [0]
 
 
@@ -200,8 +201,8 @@ def test_diversity_breaks_a_tie_against_a_duplicate():
     rel = np.array([1.0, 1.0, 1.0])
     match = np.zeros((3, 1))
     w = np.ones(1)
-    no_div = greedy_select(rel, match, w, None, SignatureParams(k=2, lambda_d=0.0))
-    with_div = greedy_select(rel, match, w, sv @ sv.T, SignatureParams(k=2, lambda_d=0.1))
+    no_div = greedy_select(rel, match, w, None, literal_params(k=2, lambda_d=0.0))
+    with_div = greedy_select(rel, match, w, sv @ sv.T, literal_params(k=2, lambda_d=0.1))
     assert [j for j, _ in no_div] == [0, 1]
     assert [j for j, _ in with_div] == [0, 2]
 
@@ -214,8 +215,8 @@ def test_coverage_prefers_a_session_covering_many_candidates():
     cv = unit(np.array([[0.0, 0.0, 1.0, 0.1]] * 6 + [[0.0, 1.0, 0.0, 0.0]]))
     cs = ["wide"] * 6 + ["narrow"]
     ranks = np.arange(7)
-    rel_only = coverage_greedy(q, cv, ranks, cs, sids, sv, SignatureParams(k=1, lambda_c=0.0))
-    covering = coverage_greedy(q, cv, ranks, cs, sids, sv, SignatureParams(k=1, lambda_c=1.0))
+    rel_only = coverage_greedy(q, cv, ranks, cs, sids, sv, literal_params(k=1, lambda_c=0.0))
+    covering = coverage_greedy(q, cv, ranks, cs, sids, sv, literal_params(k=1, lambda_c=1.0))
     assert rel_only[0].unit_id == "narrow"
     assert covering[0].unit_id == "wide"
     # the choice is made by the coverage term: wide covers the six best-ranked candidates
@@ -235,7 +236,7 @@ def test_coverage_greedy_options():
         cs,
         sids,
         sv,
-        SignatureParams(k=3),
+        literal_params(k=3),
         session_texts=texts,
         session_chunk_ids=chunks,
     )
@@ -252,19 +253,19 @@ def test_coverage_greedy_options():
         cs,
         sids,
         sv,
-        SignatureParams(k=1, lambda_d=0.0),
+        literal_params(k=1, lambda_d=0.0),
         session_rel=rel,
         match=np.zeros((len(sids), len(cs))),
     )
     assert [u.unit_id for u in units] == ["s4"]
     # k0 drops low-ranked candidates from coverage.
     units_small = coverage_greedy(
-        q, cv, ranks, cs, sids, sv, SignatureParams(k=2, k0=1, lambda_q=0.0)
+        q, cv, ranks, cs, sids, sv, literal_params(k=2, k0=1, lambda_q=0.0)
     )
     assert units_small[0].unit_id == cs[int(np.argmin(ranks))]
     assert len(units_small) == 1  # its best match is picked; nothing is left to cover
     # Relevance from member chunks.
-    units_chunks = coverage_greedy(q, cv, ranks, cs, sids, sv, SignatureParams(relevance="chunks"))
+    units_chunks = coverage_greedy(q, cv, ranks, cs, sids, sv, literal_params(relevance="chunks"))
     assert units_chunks
     assert coverage_greedy(q, cv, ranks, cs, [], np.zeros((0, cv.shape[1]))) == []
 

@@ -8,8 +8,6 @@ from langgraph.runtime import Runtime
 
 from mindscape.context import Context
 from mindscape.llm import Usage
-from mindscape.memory.retriever import RetrievalSettings
-from mindscape.memory.signature import SignatureParams
 from mindscape.memory.types import Hit, SignatureUnit
 from mindscape.state import Attempt, EvidenceItem, QAState, SignatureItem
 
@@ -56,43 +54,6 @@ def doc_scope(state: QAState) -> set[str] | None:
     if state.get("doc_id"):
         return {state["doc_id"]}  # type: ignore[arg-type]
     return None
-
-
-def signature_params(ctx: Context) -> SignatureParams:
-    """The signature settings of a run: the one mapping from a resolved Context."""
-    return SignatureParams(
-        k=ctx.signature_k,
-        k0=ctx.k0,
-        lambda_q=ctx.lambda_q,
-        lambda_c=ctx.lambda_c,
-        lambda_d=ctx.lambda_d,
-        relevance=ctx.signature_relevance,
-        match=ctx.signature_match,
-        activation=_resolved(ctx.activation, "activation"),
-        hybrid_weight=ctx.hybrid_weight,
-    )
-
-
-def retrieval_settings(ctx: Context, budgets: dict[str, int], *, signed: bool) -> RetrievalSettings:
-    """The retriever's settings for one query of a round: the one mapping from a resolved
-    Context (α is 0 without a signature)."""
-    return RetrievalSettings(
-        alpha=_resolved(ctx.alpha, "alpha") if signed else 0.0,
-        signature_mode=_resolved(ctx.signature_mode, "signature_mode"),
-        budgets=budgets,
-        top_n=ctx.top_n,
-        chunk_mode=_resolved(ctx.chunk_mode, "chunk_mode"),
-        hybrid_weight=ctx.hybrid_weight,
-        gate=ctx.gate,
-        narrative_order=_resolved(ctx.narrative_order, "narrative_order"),
-    )
-
-
-def _resolved(value: Any, name: str) -> Any:
-    """A preset-decided Context value, which :meth:`Context.resolved` always fills."""
-    if value is None:
-        raise ValueError(f"Context.{name} is unset: pass ctx.resolved() (ctx_of does)")
-    return value
 
 
 def to_item(hit: Hit, *, round_: int, probe: str) -> EvidenceItem:

@@ -1,6 +1,6 @@
 """Node `evidence_fuse`: Mem-Encode the round's evidence, Mem-Fuse the related memory.
 
-Reads: question, round_hits, memory, update. Writes: memory (new units), fused.
+Reads: question, round_hits, evidence_memory, update. Writes: evidence_memory (new notes), fused.
 
 * Mem-Encode: one unit `(probe, layer, evidence ids, cue)` per probe and layer that found
   something. `Context.encode`: `per-layer` makes one call per unit (ComoRAG, run in
@@ -27,12 +27,12 @@ from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
 from mindscape.llm import Usage
 from mindscape.reasoners.base import EncodeGroup, EncodeResult
-from mindscape.state import MemoryUnit, QAState
+from mindscape.state import EvidenceNote, QAState
 
 
 def related_half(
-    question_vec: np.ndarray, units: list[MemoryUnit], unit_vecs: np.ndarray, fraction: float
-) -> list[MemoryUnit]:
+    question_vec: np.ndarray, units: list[EvidenceNote], unit_vecs: np.ndarray, fraction: float
+) -> list[EvidenceNote]:
     """The `fraction` of units most similar to the question (at least one), in pool order."""
     if not units:
         return []
@@ -43,8 +43,8 @@ def related_half(
 
 
 def unencoded_groups(state: QAState, round_: int) -> list[EncodeGroup]:
-    """Evidence of earlier rounds that no memory unit covers yet, grouped by (probe, layer)."""
-    covered = {i for u in state.get("memory") or [] for i in u["evidence_ids"]}
+    """Evidence of earlier rounds that no evidence note covers yet, grouped by (probe, layer)."""
+    covered = {i for u in state.get("evidence_memory") or [] for i in u["evidence_ids"]}
     groups: dict[tuple[int, str, str], list[Any]] = {}
     for item in state.get("retrieved") or []:
         if item["round"] < round_ and item["unit_id"] not in covered:
@@ -59,7 +59,7 @@ def encode_groups(
     reasoner: Any,
     question: str,
     groups: list[EncodeGroup],
-    history: list[MemoryUnit],
+    history: list[EvidenceNote],
     ctx: Context,
     usage: Usage,
 ) -> tuple[list[str], str | None]:
@@ -97,11 +97,13 @@ def make_evidence_fuse(deps: Deps) -> Node:
         if ctx.encode == "notes" and notes:  # MiA: UPDATE already wrote the evidence notes
             query = state.get("query") or question
             units = [
-                MemoryUnit(probe=query, layer="notes", evidence_ids=list(ids), cue=n, round=round_)
+                EvidenceNote(
+                    probe=query, layer="notes", evidence_ids=list(ids), cue=n, round=round_
+                )
                 for n, ids in notes
             ]
             emit(runtime, "encode", round=round_, units=len(units), mode="notes")
-            return {"memory": units}
+            return {"evidence_memory": units}
         if ctx.defer_encode and round_ <= 1:
             emit(runtime, "encode", round=round_, units=0, deferred=True)
             return {}
@@ -113,8 +115,8 @@ def make_evidence_fuse(deps: Deps) -> Node:
         if ctx.defer_encode:
             groups = [*unencoded_groups(state, round_), *groups]
 
-        prior = [u for u in state.get("memory") or [] if u["layer"] != "fusion"]
-        history: list[MemoryUnit] = []
+        prior = [u for u in state.get("evidence_memory") or [] if u["layer"] != "fusion"]
+        history: list[EvidenceNote] = []
         if ctx.fuse and prior:
             vectors = deps.sentence_vectors(ctx)
             probes = np.vstack([vectors.query(u["probe"]) for u in prior])
@@ -125,7 +127,7 @@ def make_evidence_fuse(deps: Deps) -> Node:
         reasoner = deps.offline_reasoner(ctx) if ctx.encode == "notes" else deps.reasoner(ctx)
         cues, fused = encode_groups(reasoner, question, groups, history, ctx, usage)
         units = [
-            MemoryUnit(
+            EvidenceNote(
                 probe=g.probe,
                 layer=g.layer,
                 evidence_ids=[i["unit_id"] for i in g.items],
@@ -137,12 +139,12 @@ def make_evidence_fuse(deps: Deps) -> Node:
         if fused:
             ids = sorted({i for u in history for i in u["evidence_ids"]})
             units.append(
-                MemoryUnit(
+                EvidenceNote(
                     probe=question, layer="fusion", evidence_ids=ids, cue=fused, round=round_
                 )
             )
         deps.usage.merge(usage)
         emit(runtime, "encode", round=round_, units=len(units), fused=bool(fused), mode=ctx.encode)
-        return {"memory": units, **cost(usage), **({"fused": fused} if fused else {})}
+        return {"evidence_memory": units, **cost(usage), **({"fused": fused} if fused else {})}
 
     return evidence_fuse

@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from mindscape.agents._common import Node, doc_scope, emit, signature_params, to_sig_item
+from mindscape.agents._common import Node, doc_scope, emit, to_sig_item
 from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
 from mindscape.errors import StoreError
@@ -48,7 +48,7 @@ def make_init_signature(deps: Deps) -> Node:
                 question,
                 doc_ids=doc_scope(state),
                 method=str(ctx.signature),
-                params=signature_params(ctx),
+                params=ctx.signature_params(),
             )
             signature = [to_sig_item(u) for u in units]
         emit(
@@ -60,7 +60,10 @@ def make_init_signature(deps: Deps) -> Node:
         )
         reset: dict[str, Any] = {name: Overwrite(0) for name in COUNTERS}
         reset.update(
-            {name: Overwrite([]) for name in ("probes", "retrieved", "memory", "attempts", "trace")}
+            {
+                name: Overwrite([])
+                for name in ("probes", "retrieved", "evidence_memory", "attempts", "trace")
+            }
         )
         return {
             **reset,

@@ -1,6 +1,6 @@
 """Node `refine`: the REFINE/ANSWER decision, Self-Probe, and the answer so far.
 
-Reads: attempts, update, memory, probes, round_hits, retrieved, the counters. Writes:
+Reads: attempts, update, evidence_memory, probes, round_hits, retrieved, the counters. Writes:
 decision, pending_probes, probes, query, trace, and the output fields (answer, confidence,
 sufficient, evidence, stop_reason), which always hold the best attempt so far, so the run can
 end after any round.
@@ -108,7 +108,7 @@ def self_probe(
                 question=state["question"],
                 query=query,
                 attempt=latest or best_attempt(attempts),
-                memory=list(state.get("memory") or []),
+                notes=list(state.get("evidence_memory") or []),
                 previous_probes=list(state.get("probes") or []),
                 passages=[i for g in state.get("round_hits") or [] for i in g["items"]],
                 max_probes=ctx.max_probes or 0,

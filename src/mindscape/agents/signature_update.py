@@ -1,6 +1,6 @@
 """Node `signature_update`: σ_{t+1} from the new evidence.
 
-Reads: question, query, signature, round_hits, memory. Writes: signature, update.
+Reads: question, query, signature, round_hits, evidence_memory. Writes: signature, update.
 Modes (`Context.signature_update`):
 
 * `none`: σ stays as activated (static RAG, or no signature at all);
@@ -17,7 +17,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from mindscape.agents._common import Node, cost, doc_scope, emit, signature_params, to_sig_item
+from mindscape.agents._common import Node, cost, doc_scope, emit, to_sig_item
 from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
 from mindscape.llm import Usage
@@ -50,7 +50,7 @@ def make_signature_update(deps: Deps) -> Node:
             return {"update": {}}
         items = [i for g in state.get("round_hits") or [] for i in g["items"]]
         current = list(state.get("signature") or [])
-        params = signature_params(ctx)
+        params = ctx.signature_params()
         if ctx.signature_update == "llm":  # H_t: a wider candidate set for the model to choose from
             params.k = 2 * ctx.signature_k
         units = deps.get_retriever(ctx).signature(
@@ -72,7 +72,7 @@ def make_signature_update(deps: Deps) -> Node:
                         c for c in candidates if c["unit_id"] not in {s["unit_id"] for s in current}
                     ],
                     passages=items,
-                    memory=list(state.get("memory") or []),
+                    notes=list(state.get("evidence_memory") or []),
                     k=ctx.signature_k,
                     rewrite=bool(ctx.query_rewrite),
                 ),

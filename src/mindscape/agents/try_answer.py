@@ -1,6 +1,6 @@
 """Node `try_answer`: Try-Answer over the passages, σ and the evidence memory.
 
-Reads: question, task, options, round_hits, retrieved, signature, memory, fused, update.
+Reads: question, task, options, round_hits, retrieved, signature, evidence_memory, fused, update.
 Writes: attempts. The passages are this round's hits (veridical first), then the best
 earlier evidence, packed into `answer_budget` tokens; σ and the memory are shown when
 `answer_with_signature` / `answer_with_evidence` are on. The attempt carries an explicit
@@ -21,7 +21,7 @@ from mindscape.deps import Deps
 from mindscape.llm import Usage
 from mindscape.memory.ranking import pack_budget
 from mindscape.reasoners.base import AnswerRequest
-from mindscape.state import Attempt, EvidenceItem, MemoryUnit, QAState
+from mindscape.state import Attempt, EvidenceItem, EvidenceNote, QAState
 
 
 def select_passages(state: QAState, budget: int) -> list[EvidenceItem]:
@@ -36,10 +36,10 @@ def select_passages(state: QAState, budget: int) -> list[EvidenceItem]:
     return pack_budget([*current, *earlier], lambda i: int(i["tokens"]), budget)
 
 
-def visible_memory(state: QAState, notes: bool) -> list[MemoryUnit]:
+def visible_notes(state: QAState, notes: bool) -> list[EvidenceNote]:
     """What the answerer reads of the pool: this round's cues (all notes for MiA); the latest
     fusion cue, ComoRAG's history, goes in separately as `fused`."""
-    pool = state.get("memory") or []
+    pool = state.get("evidence_memory") or []
     if notes:
         return list(pool)
     round_ = state.get("rounds", 0)
@@ -68,7 +68,7 @@ def make_try_answer(deps: Deps) -> Node:
             options=list(state.get("options") or []),
             passages=select_passages(state, ctx.answer_budget),
             signature=list(state.get("signature") or []) if ctx.answer_with_signature else [],
-            memory=visible_memory(state, ctx.encode == "notes") if ctx.answer_with_evidence else [],
+            notes=visible_notes(state, ctx.encode == "notes") if ctx.answer_with_evidence else [],
             fused=(state.get("fused") or "") if ctx.answer_with_evidence else "",
         )
         usage = Usage()

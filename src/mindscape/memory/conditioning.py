@@ -23,7 +23,6 @@ from mindscape.memory import signature as sig
 from mindscape.memory.activation import activate
 from mindscape.memory.ranking import hybrid_scores
 from mindscape.memory.scope import Scope
-from mindscape.memory.signature import SignatureParams
 from mindscape.memory.types import Layer, SignatureUnit
 
 if TYPE_CHECKING:
@@ -145,15 +144,15 @@ def gated_alpha(
     qvec: np.ndarray,
     sa: SignatureArrays | None,
     settings: RetrievalSettings,
-    params: SignatureParams,
 ) -> float:
     """α after the confidence gate: ``α·conf^gate_power`` (``gate="doc"``, several documents),
-    conf from the activation under `params`; α itself otherwise; 0 without a signature."""
+    conf from the activation under the run's ``settings.signature_params``; α itself
+    otherwise; 0 without a signature."""
     if sa is None or settings.alpha == 0.0:
         return 0.0
     if settings.gate == "none" or len(scope.docs) <= 1:
         return settings.alpha
-    act = activate(scope, query, qvec, params)
+    act = activate(scope, query, qvec, settings.signature_params)
     conf = sig.activation_confidence(
         np.arange(len(act.rows)), scope.chunk_doc[act.rows].tolist(), sa.main_doc
     )

@@ -5,9 +5,8 @@ This module is the facade; each concept lives in a module named for it:
 :mod:`~mindscape.memory.activation` (E1), :mod:`~mindscape.memory.signature_select` (σ over
 the index; the math is :mod:`~mindscape.memory.signature`),
 :mod:`~mindscape.memory.conditioning` (s(σ,u), the α gate, the per-query plan) and
-:mod:`~mindscape.memory.late_fusion` (MoM). The RAPTOR collapsed tree is
-:func:`mindscape.agents.tri_layer_retrieve.collapse_hits` (it ranks the hits of every layer
-together).
+:mod:`~mindscape.memory.late_fusion` (MoM) and :mod:`~mindscape.memory.raptor_collapse`
+(RAPTOR's collapsed tree over the hits of every layer).
 
 * :meth:`Retriever.candidates` — the query-only activation view (E1): the top-K0 chunks by
   dense cosine, or by dense fused with BM25 (``SignatureParams.activation``).
@@ -30,13 +29,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
 from cachetools import LRUCache
 from langchain_core.embeddings import Embeddings
 
+from mindscape.context import Context
 from mindscape.embeddings import encode_query
 from mindscape.memory.activation import activate
 from mindscape.memory.conditioning import QueryPlan, gated_alpha, layer_scores, resolve_signature
@@ -52,7 +53,9 @@ from mindscape.tokens import TokenCounter, default_counter
 __all__ = [
     "RetrievalSettings",
     "Retriever",
-    "DEFAULT_SIGNATURE_PARAMS",
+    "default_params",
+    "default_settings",
+    "literal_params",
     "SIGNATURE_MODES",
     "CHUNK_MODES",
 ]
@@ -61,32 +64,19 @@ SIGNATURE_MODES = ("mean", "max", "joined", "members", "window", "region")
 CHUNK_MODES = ("dense", "hybrid", "late-fusion")
 GATES = ("none", "doc")
 
-DEFAULT_SIGNATURE_PARAMS = SignatureParams(
-    k=5,
-    k0=50,
-    lambda_q=1.0,
-    lambda_c=1.0,
-    lambda_d=0.1,
-    relevance="chunks",
-    match="members",
-    activation="hybrid",
-    hybrid_weight=0.3,
-)
-"""The retriever's signature selection (chosen on the FairytaleQA dev split, see docs/retrieval.md).
 
-It differs from the literal ``SignatureParams()`` in three places: relevance of a session is
-the best activation score among its candidate chunks (not the cosine of the query and an
-extractive summary), the match m(s, c) goes through the session's member chunks, and the
-activation view is hybrid (BM25 + dense)."""
-
-
-@dataclass
+@dataclass(kw_only=True)
 class RetrievalSettings:
-    """How `Retriever.retrieve` works; every field is a knob the agent's Context exposes."""
+    """How `Retriever.retrieve` works.
 
-    alpha: float = 0.5
+    The fields a run sets have no defaults here: they come from the run's
+    :class:`~mindscape.context.Context` through
+    :meth:`~mindscape.context.Context.retrieval_settings`, and :func:`default_settings` gives
+    the defaults. The algorithm constants after ``signature_params`` have their own."""
+
+    alpha: float
     """Weight of the signature score: s = (1-α)·s(q,c) + α·s(σ,c)."""
-    signature_mode: str = "region"
+    signature_mode: str
     """How the signature scores a unit, s(σ,u):
     ``mean`` — cosine with the normalised mean of the signature's summary vectors;
     ``max`` — best cosine with one of the summary vectors;
@@ -96,27 +86,25 @@ class RetrievalSettings:
     ``region`` — ``(1-ρ)·window + ρ·(the signature's coverage share of the unit's document)``,
     ρ = ``region_doc_weight``. Units above chunk level take the mean over their chunks for
     ``window``/``region``."""
-    budgets: dict[str, int] = field(
-        default_factory=lambda: {
-            "veridical": 2000,
-            "semantic": 2000,
-            "episodic": 2000,
-            "outline": 0,
-        }
-    )
+    budgets: dict[str, int]
     """Token budget per layer; 0 switches a layer off."""
-    top_n: int = 50
+    top_n: int
     """Candidates per layer considered before budget packing."""
-    chunk_mode: str = "hybrid"
+    chunk_mode: str
     """Veridical layer: dense | hybrid (BM25 + dense) | late-fusion (MoM: outline/core hits mapped to chunks, RRF)."""
-    hybrid_weight: float = 0.3
+    hybrid_weight: float
     """BM25 weight in hybrid mode: ``(1-w)·minmax(dense) + w·minmax(bm25)`` over the scope's chunks."""
-    region_doc_weight: float = 0.75
-    """ρ of the ``region`` signature mode: the weight of the document share against the window term."""
-    gate: str = "doc"
+    gate: str
     """Confidence gate on α: ``none``, or ``doc`` = α·conf^gate_power with conf the share of the
     query's rank-weighted activation (its K0 candidates) lying in the signature's main document.
     Within a single document conf = 1, so the gate only acts when several documents compete."""
+    narrative_order: bool
+    """Return packed veridical/episodic hits in source order (ComoRAG re-sorts them so) instead of by score."""
+    signature_params: SignatureParams
+    """The run's signature selection; the α gate reads its activation view (K0, dense or
+    hybrid) from it, so the gate sees what chose σ."""
+    region_doc_weight: float = 0.75
+    """ρ of the ``region`` signature mode: the weight of the document share against the window term."""
     gate_power: float = 2.0
     """Exponent of the confidence in the gate."""
     fusion_layers: tuple[str, ...] = ("veridical", "outline")
@@ -128,8 +116,6 @@ class RetrievalSettings:
     window_weights: str = "flat"
     """``window``/``region`` modes: ``flat`` = every signature window counts 1; ``gain`` = a
     window counts its unit's coverage gain relative to the largest one."""
-    narrative_order: bool = False
-    """Return packed veridical/episodic hits in source order (ComoRAG re-sorts them so) instead of by score."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:
@@ -151,6 +137,30 @@ class RetrievalSettings:
             raise ValueError(f"unknown layers in budgets: {sorted(unknown)}")
 
 
+@cache
+def _run_context() -> Context:
+    return Context().resolved()
+
+
+def default_params(**overrides: Any) -> SignatureParams:
+    """The signature selection of a default run (chosen on the FairytaleQA dev split, see
+    docs/retrieval.md), with `overrides`: ``Context().signature_params()``."""
+    return dataclasses.replace(_run_context().signature_params(), **overrides)
+
+
+def literal_params(**overrides: Any) -> SignatureParams:
+    """MiA's literal objective: relevance and match through the session summary, dense
+    activation (the defaults differ in these three places)."""
+    literal: dict[str, Any] = {"relevance": "summary", "match": "summary", "activation": "dense"}
+    return default_params(**(literal | overrides))
+
+
+def default_settings(**overrides: Any) -> RetrievalSettings:
+    """The retrieval settings of a default run (``Context().retrieval_settings()``), with
+    `overrides`."""
+    return dataclasses.replace(_run_context().retrieval_settings(), **overrides)
+
+
 # --------------------------------------------------------------------------- the retriever
 
 
@@ -170,9 +180,9 @@ class Retriever:
     ) -> None:
         self.store = store
         self.embedder = embedder
-        self.params = params or DEFAULT_SIGNATURE_PARAMS
+        self.params = params or default_params()
         """Signature selection used when a call passes no params."""
-        self.settings = settings or RetrievalSettings()
+        self.settings = settings or default_settings()
         """Retrieval settings used when a call passes none."""
         self.counter = counter or default_counter()
         self._scopes: LRUCache[frozenset[str] | None, Scope] = LRUCache(maxsize=cache_size)
@@ -277,7 +287,7 @@ class Retriever:
             if signature
             else None
         )
-        alpha = gated_alpha(sc, query, qv, sa, settings, self.params)
+        alpha = gated_alpha(sc, query, qv, sa, settings)
         return QueryPlan(sc, query, qv, sa, alpha, settings)
 
     def _hit(self, u: Any, s_q: float, s_sig: float, score: float, **meta: Any) -> Hit:

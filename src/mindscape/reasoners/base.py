@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from mindscape.llm import Usage
-from mindscape.state import Attempt, EvidenceItem, MemoryUnit, SignatureItem
+from mindscape.state import Attempt, EvidenceItem, EvidenceNote, SignatureItem
 
 LLM_ROLES: tuple[str, ...] = ("answer", "probe", "encode", "fuse", "update")
 """The query-time roles an LLM can play (``Context.llm_roles``)."""
@@ -24,7 +24,7 @@ cues (the best sentences) cost no call. At ~40–100 prompt tokens/s that is 10�
 
 @dataclass
 class EncodeGroup:
-    """What one probe retrieved from one layer: the input of one memory unit."""
+    """What one probe retrieved from one layer: the input of one evidence note."""
 
     probe: str
     layer: str
@@ -49,7 +49,7 @@ class AnswerRequest:
     passages: list[EvidenceItem] = field(default_factory=list)
     signature: list[SignatureItem] = field(default_factory=list)
     """Empty unless the answerer is allowed to see σ."""
-    memory: list[MemoryUnit] = field(default_factory=list)
+    notes: list[EvidenceNote] = field(default_factory=list)
     """Empty unless the answerer is allowed to see the evidence memory."""
     fused: str = ""
 
@@ -61,7 +61,7 @@ class RefineRequest:
     question: str
     query: str
     attempt: Attempt | None
-    memory: list[MemoryUnit]
+    notes: list[EvidenceNote]
     previous_probes: list[str]
     passages: list[EvidenceItem]
     max_probes: int = 3
@@ -87,7 +87,7 @@ class UpdateRequest:
     signature: list[SignatureItem]
     candidates: list[SignatureItem]
     passages: list[EvidenceItem]
-    memory: list[MemoryUnit]
+    notes: list[EvidenceNote]
     k: int = 5
     rewrite: bool = True
 
@@ -114,7 +114,7 @@ class Reasoner(Protocol):
         self,
         question: str,
         groups: list[EncodeGroup],
-        history: list[MemoryUnit],
+        history: list[EvidenceNote],
         *,
         fuse: bool,
         usage: Usage,
@@ -122,7 +122,7 @@ class Reasoner(Protocol):
         """Mem-Encode each group (and Mem-Fuse `history` with the new cues when `fuse`)."""
         ...
 
-    def fuse(self, question: str, units: list[MemoryUnit], *, usage: Usage) -> str:
+    def fuse(self, question: str, units: list[EvidenceNote], *, usage: Usage) -> str:
         """Mem-Fuse: one cue integrating the given units' cues towards the question."""
         ...
 

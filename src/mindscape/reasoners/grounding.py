@@ -9,8 +9,9 @@ an attempt is set here from two checks the reasoner can make itself:
   (rapidfuzz ``partial_ratio`` on normalised text, 0..1); a quote under 12 characters
   counts as no quote;
 * **answer support**: for open questions, the share of the answer's content words found in
-  the quote (or, failing that, in the passages), with a shared 5-letter prefix counting as
-  found ("pigeons" / "pigeon");
+  the quote (or, failing that, in the passages), words counted as in
+  :func:`mindscape.reasoners.text.content_words`, with a shared prefix counting as found
+  (see ``_related``);
 * **quote relevance**: the quote must be about the question: the passage it was copied from
   shares a content word with the question (a shared 4-letter prefix counts: "helped" /
   "help"). The passage, not the sentence: an answering sentence often does not repeat the
@@ -31,6 +32,9 @@ import re
 
 from rapidfuzz import fuzz
 
+from mindscape.reasoners.text import content_words
+from mindscape.reasoners.text import names as text_names
+
 GROUNDED = 0.9
 """Model says sufficient, the quote is in a passage and carries the answer."""
 QUOTED = 0.45
@@ -48,21 +52,11 @@ ANSWER_SUPPORT = 0.5
 MIN_QUOTE_CHARS = 12
 
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    "a an the and or but of to in on at by for with from as is are was were be been being "
-    "it its he she they them his her their him this that these those who whom what which "
-    "when where why how do did does not no yes so then than there here into onto over".split()
-)
 
 
 def normalise(text: str) -> str:
     """Lower case, words only, single spaces."""
     return " ".join(_WORD.findall(text.lower()))
-
-
-def content_words(text: str) -> list[str]:
-    """The words of ``text`` that carry content (no stop words, at least 3 letters)."""
-    return [w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP]
 
 
 def _match_scores(quote: str, passages: list[str]) -> list[float] | None:
@@ -84,16 +78,9 @@ def quote_match(quote: str, passages: list[str]) -> float:
     return max(scores, default=0.0) if scores is not None else 0.0
 
 
-def _found(word: str, vocabulary: set[str]) -> bool:
-    if word in vocabulary:
-        return True
-    stem = word[:5]
-    return len(stem) == 5 and any(v.startswith(stem) for v in vocabulary)
-
-
 def _related(word: str, vocabulary: set[str]) -> bool:
     """``word`` is in ``vocabulary``, or a word there shares its first letters (at least four,
-    and all of the shorter word's up to five): "helped" / "help", "sorted" / "sort"."""
+    and all of the shorter word's up to five): "helped" / "help", "pigeons" / "pigeon"."""
     for v in vocabulary:
         n = min(len(word), len(v), 5)
         if word == v or (n >= 4 and word[:n] == v[:n]):
@@ -116,12 +103,11 @@ def quote_relevant(question: str, quote: str, passages: list[str] | None = None)
 
 def _about(question: str, text: str) -> bool:
     """Whether ``text`` shares a content word with ``question`` (see :func:`quote_relevant`)."""
-    tokens = question.split()
-    names = {w.lower() for t in tokens[1:] for w in _WORD.findall(t.lower()) if t[:1].isupper()}
-    words = [w for w in content_words(question) if w not in names] or content_words(question)
+    names = {w for name in text_names(question) for w in content_words(name)}
+    words = (content_words(question) - names) or content_words(question)
     if not words:
         return True  # nothing to check against ("Where?")
-    in_text = set(content_words(text))
+    in_text = content_words(text)
     return any(_related(w, in_text) for w in words)
 
 
@@ -130,10 +116,10 @@ def answer_support(answer: str, quote: str, passages: list[str]) -> float:
     words = content_words(answer)
     if not words:
         return 0.0
-    in_quote = set(content_words(quote))
+    in_quote = content_words(quote)
     in_passages = {w for p in passages for w in content_words(p)}
     hits = sum(
-        1.0 if _found(w, in_quote) else 0.5 if _found(w, in_passages) else 0.0 for w in words
+        1.0 if _related(w, in_quote) else 0.5 if _related(w, in_passages) else 0.0 for w in words
     )
     return hits / len(words)
 

@@ -37,7 +37,7 @@ from mindscape.reasoners.base import (
     UpdateResult,
 )
 from mindscape.reasoners.offline import OfflineReasoner
-from mindscape.state import Attempt, EvidenceItem, MemoryUnit, SignatureItem, norm_probe
+from mindscape.state import Attempt, EvidenceItem, EvidenceNote, SignatureItem, norm_probe
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ def in_order(items: list[EvidenceItem], budget: int) -> list[EvidenceItem]:
     return pack_budget(items, lambda i: int(i["tokens"]), budget)
 
 
-def format_memory(units: list[MemoryUnit], fused: str = "", budget: int | None = None) -> str:
+def format_notes(units: list[EvidenceNote], fused: str = "", budget: int | None = None) -> str:
     """Memory units as lines, with the fused cue last; with `budget` (approximate tokens),
     the latest lines that fit, the fused cue first among them."""
     lines = [f"- [{u['layer']}] {u['probe']}: {u['cue']}" for u in units if u.get("cue")]
@@ -277,7 +277,7 @@ class LLMReasoner:
         self,
         question: str,
         groups: list[EncodeGroup],
-        history: list[MemoryUnit],
+        history: list[EvidenceNote],
         *,
         fuse: bool,
         usage: Usage,
@@ -302,7 +302,7 @@ class LLMReasoner:
             encode_prompt.USER,
             question=question,
             blocks=blocks,
-            memory=format_memory(history),
+            memory=format_notes(history),
             fuse_rule=encode_prompt.FUSE_RULE if do_fuse else encode_prompt.NO_FUSE_RULE,
         )
         try:
@@ -323,7 +323,7 @@ class LLMReasoner:
                 cues[n] = cue
         return EncodeResult(cues=cues, fused=(out.fused.strip() or None) if do_fuse else None)
 
-    def fuse(self, question: str, units: list[MemoryUnit], *, usage: Usage) -> str:
+    def fuse(self, question: str, units: list[EvidenceNote], *, usage: Usage) -> str:
         if "fuse" not in self.roles:
             return self.fallback.fuse(question, units, usage=usage)
         notes = "\n".join(
@@ -362,9 +362,9 @@ class LLMReasoner:
         memory_block = (
             prompts.render(
                 answer_prompt.MEMORY_BLOCK,
-                memory=format_memory(req.memory, req.fused, budget=self.passage_tokens // 4),
+                memory=format_notes(req.notes, req.fused, budget=self.passage_tokens // 4),
             )
-            if req.memory or req.fused
+            if req.notes or req.fused
             else ""
         )
         # the passage budget covers everything read: signature, memory and passages
@@ -445,7 +445,7 @@ class LLMReasoner:
             query=req.query,
             attempt=format_attempt(req.attempt),
             passages=format_passages(top_passages(req.passages, self.passage_tokens // 2)),
-            memory=format_memory(req.memory),
+            memory=format_notes(req.notes),
             previous="\n".join(f"- {p}" for p in req.previous_probes) or NONE_TEXT,
             max_probes=req.max_probes,
             rewrite_rule=probe_prompt.REWRITE_RULE if req.rewrite else probe_prompt.NO_REWRITE_RULE,
@@ -480,7 +480,7 @@ class LLMReasoner:
             signature=format_summaries(req.signature),
             candidates=format_summaries(req.candidates),
             passages=format_passages(in_order(req.passages, self.passage_tokens)),
-            memory=format_memory(req.memory),
+            memory=format_notes(req.notes),
             k=req.k,
             rewrite_rule=update_prompt.REWRITE_RULE
             if req.rewrite

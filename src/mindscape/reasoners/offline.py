@@ -38,7 +38,7 @@ from mindscape.reasoners.base import (
 )
 from mindscape.reasoners.sentence_vectors import Sentence, SentenceVectors
 from mindscape.reasoners.text import content_words, names, overlap, short_span, words
-from mindscape.state import Attempt, EvidenceItem, MemoryUnit, norm_probe
+from mindscape.state import Attempt, EvidenceItem, EvidenceNote, norm_probe
 
 LEXICAL_WEIGHT = 0.15
 """β: weight of the question-word overlap added to the cosine."""
@@ -103,7 +103,7 @@ class OfflineReasoner:
         self,
         question: str,
         groups: list[EncodeGroup],
-        history: list[MemoryUnit],
+        history: list[EvidenceNote],
         *,
         fuse: bool,
         usage: Usage,
@@ -116,7 +116,7 @@ class OfflineReasoner:
         fused = None
         if fuse and history:
             new = [
-                MemoryUnit(probe=g.probe, layer=g.layer, evidence_ids=[], cue=c, round=0)
+                EvidenceNote(probe=g.probe, layer=g.layer, evidence_ids=[], cue=c, round=0)
                 for g, c in zip(groups, cues, strict=True)
             ]
             fused = self.fuse(question, [*history, *new], usage=usage)
@@ -130,7 +130,7 @@ class OfflineReasoner:
         v = q + self.vectors.query(probe)
         return v / (np.linalg.norm(v) or 1.0)
 
-    def fuse(self, question: str, units: list[MemoryUnit], *, usage: Usage) -> str:
+    def fuse(self, question: str, units: list[EvidenceNote], *, usage: Usage) -> str:
         from mindscape.memory.sentence_split import split_sentences
 
         texts = [u["cue"][s:e] for u in units for s, e in split_sentences(u["cue"])]
