@@ -1,7 +1,7 @@
 """Helpers shared by the benchmark scripts: build-or-reuse stores, spans, timing figures.
 
 Stores are cached under ``$MINDSCAPE_BENCH_CACHE`` (default ``/tmp/ms_bench``), one directory
-per (dataset, split or doc set, index config). The `Indexer` skips documents it already
+per (dataset, split or doc set, the documents' content, index config). The `Indexer` skips documents it already
 indexed the same way, so a second run costs only opening the store.
 """
 
@@ -21,7 +21,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from mindscape.eval.bench import BenchDocument, load_documents  # noqa: E402
+from mindscape.eval.bench import BenchDocument, documents_key, load_documents  # noqa: E402
 from mindscape.memory.indexer import IndexConfig, Indexer  # noqa: E402
 from mindscape.memory.store import MemoryStore  # noqa: E402
 
@@ -79,12 +79,19 @@ def build_store(
 
 
 def split_store(
-    bench: str | Path, dataset: str, split: str, embedder: Any, *, config: IndexConfig | None = None
+    bench: str | Path,
+    dataset: str,
+    split: str | Sequence[str],
+    embedder: Any,
+    *,
+    config: IndexConfig | None = None,
 ) -> tuple[MemoryStore, list[BenchDocument]]:
-    """All documents of one split of a dataset in one store (the series setting)."""
-    docs = load_documents(bench, dataset, split)
+    """All documents of one split (or several) of a dataset in one store (the series
+    setting), cached by the documents' content and the index config."""
+    splits = [split] if isinstance(split, str) else list(split)
+    docs = [d for s in splits for d in load_documents(bench, dataset, s)]
     cfg = config or IndexConfig()
-    name = f"{dataset}-{split}-{cfg.fingerprint('', '')[:8]}"
+    name = f"{dataset}-{'+'.join(splits)}-{documents_key(docs)}-{cfg.fingerprint('', '')[:8]}"
     return build_store(name, docs, embedder, config=cfg), docs
 
 
@@ -130,12 +137,12 @@ def latency_stores(
     out: dict[int, tuple[MemoryStore, list[BenchDocument]]] = {}
     prev: Path | None = None
     for n in sorted(n_books):
-        path = cache_root() / f"nqa-lat{n}-{tag}"
+        docs = docs_all_ordered[:n]
+        path = cache_root() / f"nqa-lat{n}-{documents_key(docs)}-{tag}"
         if not path.exists() and prev is not None:
             out[max(out)][0].close()
             shutil.copytree(prev, path)
             out[max(out)] = (MemoryStore(prev), out[max(out)][1])
-        docs = docs_all_ordered[:n]
         out[n] = (build_store(path.name, docs, embedder, config=cfg), docs)
         prev = path
     return out

@@ -28,8 +28,17 @@ from common import chunk_spans, limit_threads, log, split_store  # noqa: E402
 
 from mindscape.embeddings import load_embedder  # noqa: E402
 from mindscape.eval.bench import gold_spans, load_questions  # noqa: E402
-from mindscape.eval.metrics import recall_at_k  # noqa: E402
-from mindscape.memory.retriever import DEFAULT_SIGNATURE_PARAMS, RetrievalSettings, Retriever  # noqa: E402
+from mindscape.eval.metrics import (
+    bootstrap_ci,  # noqa: E402
+    recall_at_k,  # noqa: E402
+)
+from mindscape.memory.retriever import (  # noqa: E402
+    RetrievalSettings,
+    Retriever,
+    default_params,
+    default_settings,
+    literal_params,
+)
 from mindscape.memory.signature import SignatureParams  # noqa: E402
 
 KS = (5, 10, 20)
@@ -49,9 +58,9 @@ class Variant:
 
 def variants(grid: bool) -> list[Variant]:
     """The main rows, the α sweep and (with ``grid``) the design sweep."""
-    base = RetrievalSettings()
+    base = default_settings()
     dense = dataclasses.replace(base, chunk_mode="dense")
-    p = DEFAULT_SIGNATURE_PARAMS
+    p = default_params()
     out = [
         Variant("naive", dataclasses.replace(dense, alpha=0.0)),
         Variant("hybrid", dataclasses.replace(base, alpha=0.0)),
@@ -68,7 +77,7 @@ def variants(grid: bool) -> list[Variant]:
         )
     if not grid:
         return out
-    literal = SignatureParams()
+    literal = literal_params()
     g = "grid"
     out += [
         # The paper-literal objective: summary relevance, summary-cosine match, dense E1, dense s(q,c).
@@ -186,10 +195,34 @@ def variants(grid: bool) -> list[Variant]:
     return out
 
 
+@dataclasses.dataclass
+class Scores:
+    """Per-question Recall@k of every variant (in question order) and story accuracy."""
+
+    recall: dict[str, dict[int, list[float]]]
+    story: dict[str, list[float]]
+
+    def mean(self, name: str, k: int) -> float:
+        return float(np.mean(self.recall[name][k]))
+
+    def extend(self, other: Scores) -> None:
+        for name, ks in other.recall.items():
+            for k, vals in ks.items():
+                self.recall.setdefault(name, {}).setdefault(k, []).extend(vals)
+        for name, vals in other.story.items():
+            self.story.setdefault(name, []).extend(vals)
+
+
 def evaluate(
-    retriever: Retriever, questions: list, spans: dict, rows: list[Variant], k_max: int
-) -> dict[str, dict]:
-    """Mean Recall@k per variant, plus story accuracy of the signatures' first unit."""
+    retriever: Retriever,
+    questions: list,
+    spans: dict,
+    rows: list[Variant],
+    k_max: int,
+    doc_ids: set[str] | None = None,
+) -> Scores:
+    """Recall@k per question and variant, with retrieval restricted to `doc_ids` (a pool;
+    None = the whole store), plus story accuracy of the signatures' first unit."""
     per: dict[str, dict[int, list[float]]] = {v.name: {k: [] for k in KS} for v in rows}
     story: dict[str, list[float]] = {}
     sig_cache: dict[tuple, list] = {}
@@ -202,7 +235,9 @@ def evaluate(
                 key = (v.method, repr(v.params))
                 signature = sig_cache.get(key)
                 if signature is None:
-                    signature = retriever.signature(q.question, method=v.method, params=v.params)
+                    signature = retriever.signature(
+                        q.question, method=v.method, params=v.params, doc_ids=doc_ids
+                    )
                     sig_cache[key] = signature
                     story.setdefault(
                         f"{v.method} {v.params.activation if v.params else ''}", []
@@ -210,7 +245,7 @@ def evaluate(
                         float(bool(signature) and signature[0].unit_id.split(":")[0] == q.doc_id)
                     )
             hits = retriever.rank_chunks(
-                q.question, signature=signature, settings=v.settings, k=k_max
+                q.question, signature=signature, doc_ids=doc_ids, settings=v.settings, k=k_max
             )
             got = [spans[h.unit_id] if h.doc_id == q.doc_id else (0, 0) for h in hits]
             for k in KS:
@@ -218,20 +253,64 @@ def evaluate(
         sig_cache.clear()
         if n % 200 == 0:
             log(f"  {n}/{len(questions)} questions ({time.perf_counter() - t0:.0f}s)")
-    out = {name: {k: float(np.mean(vals)) for k, vals in ks.items()} for name, ks in per.items()}
-    out["_story"] = {name: float(np.mean(v)) for name, v in story.items()}
-    return out
+    return Scores(per, story)
+
+
+def draw_pools(doc_ids: list[str], n_pools: int, size: int, seed: int) -> list[list[str]]:
+    """`n_pools` random pools of `size` stories: disjoint blocks of one shuffle while the
+    stories last, then blocks of a fresh shuffle (so pools overlap only when they must)."""
+    if not 1 <= size <= len(doc_ids):
+        raise SystemExit(f"--pool-size must be in 1..{len(doc_ids)} (stories available)")
+    rng = np.random.default_rng(seed)
+    pools: list[list[str]] = []
+    order: list[str] = []
+    while len(pools) < n_pools:
+        if len(order) < size:
+            order = [str(d) for d in rng.permutation(sorted(doc_ids))]
+        pools.append(sorted(order[:size]))
+        order = order[size:]
+    return pools
+
+
+def paired(scores: Scores, a: str, b: str, k: int = 10) -> dict[str, float]:
+    """Mean of `a − b` Recall@k over the questions, in points, with its paired bootstrap CI
+    and the counts of questions each side wins."""
+    diff = np.asarray(scores.recall[a][k]) - np.asarray(scores.recall[b][k])
+    mean, low, high = bootstrap_ci(diff.tolist(), n_resamples=2000)
+    return {
+        "mean": round(100 * mean, 2),
+        "low": round(100 * low, 2),
+        "high": round(100 * high, 2),
+        "better": int((diff > 0).sum()),
+        "worse": int((diff < 0).sum()),
+    }
+
+
+MAIN = ("naive", "hybrid", "first-k", "mia-rag")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bench", default="../shared/bench")
     ap.add_argument("--dataset", default="fairytaleqa")
-    ap.add_argument("--split", default="test", choices=["dev", "test"])
+    ap.add_argument(
+        "--split",
+        default="test",
+        choices=["dev", "test", "dev+test"],
+        help="stories to draw from (dev+test: both, for cross-validation)",
+    )
     ap.add_argument(
         "--limit", type=int, default=None, help="only the first N questions with evidence"
     )
     ap.add_argument("--grid", action="store_true", help="also run the design sweep (use on dev)")
+    ap.add_argument(
+        "--pools",
+        type=int,
+        default=0,
+        help="evaluate on N random story pools (0: one pool, the whole split)",
+    )
+    ap.add_argument("--pool-size", type=int, default=23, help="stories per pool")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the pool draw")
     ap.add_argument(
         "--threads", type=int, default=1, help="torch/BLAS threads (0 = library default)"
     )
@@ -239,59 +318,98 @@ def main(argv: list[str] | None = None) -> int:
     limit_threads(args.threads)
 
     emb = load_embedder()
-    store, docs = split_store(args.bench, args.dataset, args.split, emb)
+    splits = args.split.split("+")
+    store, docs = split_store(args.bench, args.dataset, splits, emb)
     spans = chunk_spans(store)
-    questions = [q for q in load_questions(args.bench, args.dataset, args.split) if q.evidence]
+    questions = [
+        q for split in splits for q in load_questions(args.bench, args.dataset, split) if q.evidence
+    ]
     if args.limit:
         questions = questions[: args.limit]
     retriever = Retriever(store, emb)
-    retriever.warm()
     rows = variants(args.grid)
+    pools = (
+        draw_pools([d.doc_id for d in docs], args.pools, args.pool_size, args.seed)
+        if args.pools
+        else [sorted(d.doc_id for d in docs)]
+    )
     log(
         f"{args.dataset}/{args.split}: {len(docs)} documents, {len(spans)} chunks, "
-        f"{len(questions)} questions, {len(rows)} variants"
+        f"{len(questions)} questions, {len(rows)} variants, {len(pools)} pool(s)"
     )
-    res = evaluate(retriever, questions, spans, rows, max(KS))
-    story = res.pop("_story")
+    total = Scores({}, {})
+    per_pool: list[Scores] = []
+    for n, pool in enumerate(pools, 1):
+        members = set(pool)
+        asked = [q for q in questions if q.doc_id in members]
+        scope = None if len(pools) == 1 and not args.pools else members
+        retriever.warm(scope)
+        res = evaluate(retriever, asked, spans, rows, max(KS), doc_ids=scope)
+        per_pool.append(res)
+        total.extend(res)
+        if len(pools) > 1:
+            log(
+                f"  pool {n}/{len(pools)}: {len(pool)} stories, {len(asked)} questions, R@10 "
+                + ", ".join(f"{m} {res.mean(m, 10):.3f}" for m in MAIN)
+            )
 
-    naive10 = res["naive"][10]
+    naive10 = total.mean("naive", 10)
     print(
-        f"\n{args.dataset} / {args.split}: {len(docs)} stories in one store, {len(spans)} chunks, "
-        f"{len(questions)} questions"
+        f"\n{args.dataset} / {args.split}: {len(docs)} stories, {len(spans)} chunks, "
+        f"{len(total.recall['naive'][10])} question(s) over {len(pools)} pool(s) of "
+        f"{len(pools[0])} stories"
     )
-    print(f"{'variant':44s} {'R@5':>7s} {'R@10':>7s} {'R@20':>7s} {'R@10/naive':>11s}")
+    print(
+        f"{'variant':44s} {'R@5':>7s} {'R@10':>7s} {'R@20':>7s} {'R@10/naive':>11s} {'sd pools':>9s}"
+    )
     group = None
     for v in rows:
         if v.group != group:
             group = v.group
             print(f"-- {group}")
-        r = res[v.name]
-        print(f"{v.name:44s} {r[5]:7.4f} {r[10]:7.4f} {r[20]:7.4f} {r[10] / naive10:11.3f}")
+        r = {k: total.mean(v.name, k) for k in KS}
+        sd = (
+            float(np.std([p.mean(v.name, 10) for p in per_pool], ddof=1))
+            if len(per_pool) > 1
+            else 0.0
+        )
+        print(
+            f"{v.name:44s} {r[5]:7.4f} {r[10]:7.4f} {r[20]:7.4f} {r[10] / naive10:11.3f} {sd:9.4f}"
+        )
     print(
         "signature's first unit in the gold story: "
-        + ", ".join(f"{k}: {v:.3f}" for k, v in story.items())
+        + ", ".join(f"{k}: {np.mean(v):.3f}" for k, v in total.story.items())
     )
-    mia, fk = res["mia-rag"][10], res["first-k"][10]
-    print(
-        f"targets: mia-rag/naive = {mia / naive10:.3f} (>= 1.109: {'met' if mia >= 1.109 * naive10 else 'MISSED'}); "
-        f"mia-rag >= first-k: {'met' if mia >= fk else 'MISSED'}"
-    )
+    diffs = {
+        "mia-rag - hybrid": paired(total, "mia-rag", "hybrid"),
+        "mia-rag - naive": paired(total, "mia-rag", "naive"),
+        "hybrid - naive": paired(total, "hybrid", "naive"),
+    }
+    for name, d in diffs.items():
+        print(
+            f"{name}: {d['mean']:+.2f} R@10 points (paired 95% CI {d['low']:+.2f} to "
+            f"{d['high']:+.2f}; better on {d['better']}, worse on {d['worse']})"
+        )
+    mia = total.mean("mia-rag", 10)
+    print(f"mia-rag / naive = {mia / naive10:.3f}")
     summary = {
         "dataset": args.dataset,
         "split": args.split,
-        "recall@10": {
-            name: round(res[name][10], 4) for name in ("naive", "hybrid", "first-k", "mia-rag")
+        "pools": len(pools),
+        "pool_size": len(pools[0]),
+        "seed": args.seed,
+        **{f"recall@{k}": {name: round(total.mean(name, k), 4) for name in MAIN} for k in KS},
+        "recall@10_sd_over_pools": {
+            name: round(float(np.std([p.mean(name, 10) for p in per_pool], ddof=1)), 4)
+            if len(per_pool) > 1
+            else 0.0
+            for name in MAIN
         },
-        "recall@5": {
-            name: round(res[name][5], 4) for name in ("naive", "hybrid", "first-k", "mia-rag")
-        },
-        "recall@20": {
-            name: round(res[name][20], 4) for name in ("naive", "hybrid", "first-k", "mia-rag")
-        },
+        "paired_recall@10_points": diffs,
         "alpha_sweep_recall@10": {
-            str(a): round(res[f"mia-rag α={a}"][10], 4) for a in (0.25, 0.5, 0.75)
+            str(a): round(total.mean(f"mia-rag α={a}", 10), 4) for a in (0.25, 0.5, 0.75)
         },
-        "questions": len(questions),
+        "questions": len(total.recall["naive"][10]),
     }
     print(json.dumps(summary))
     return 0

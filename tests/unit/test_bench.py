@@ -310,3 +310,43 @@ def test_sensitive_fields_exist_in_the_data(all_questions: dict[str, list[BenchQ
     assert any(_sensitive_strings(q) for q in fairytale)
     assert all("real_world_fact_label" in q.meta for q in all_questions["sfiction_leval"])
     assert all(task_of(q) == "multiple-choice" for q in all_questions["quality_leval"])
+
+
+def test_documents_key_follows_the_stories_not_their_names():
+    from mindscape.eval.bench import BenchDocument, documents_key
+
+    def doc(doc_id: str, text: str) -> BenchDocument:
+        return BenchDocument(doc_id=doc_id, dataset="toy", split="dev", title=doc_id, text=text)
+
+    a, b = doc("a", "One story."), doc("b", "Another story.")
+    assert documents_key([a, b]) == documents_key([b, a])  # order does not matter
+    assert documents_key([a, b]) != documents_key([a, doc("b", "Another story!")])
+    assert documents_key([a, b]) != documents_key([a])
+
+
+def test_the_benchmarks_store_cache_is_keyed_by_content(tmp_path, monkeypatch):
+    """Two bench folders whose dataset has the same name but other stories get two stores."""
+    import sys
+    from pathlib import Path
+
+    from tests.fakes import HashingEmbedder
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import common
+
+    monkeypatch.setenv(common.CACHE_ENV, str(tmp_path / "cache"))
+    paths = []
+    for n, text in enumerate(["Ann found a red key in the garden.", "Bob sailed to Mora."]):
+        root = tmp_path / f"bench{n}"
+        (root / "toy").mkdir(parents=True)
+        row = {"doc_id": "toy-a", "dataset": "toy", "split": "dev", "title": "A", "text": text}
+        (root / "toy" / "documents.jsonl").write_text(json.dumps(row) + "\n")
+        (root / "toy" / "questions.jsonl").write_text("")
+        manifest = {"datasets": {"toy": {"splits": {"dev": {"documents": 1, "questions": 0}}}}}
+        (root / "manifest.json").write_text(json.dumps(manifest))
+        store, docs = common.split_store(root, "toy", "dev", HashingEmbedder())
+        texts = " ".join(u.text for u in store.view("veridical").units)
+        store.close()
+        assert texts.strip() == text and [d.doc_id for d in docs] == ["toy-a"]
+        paths.append(store.path)
+    assert paths[0] != paths[1]

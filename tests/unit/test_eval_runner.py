@@ -101,14 +101,16 @@ def bench(tmp_path):
 
 def settings(bench, tmp_path, **kw):
     return EvalSettings(
-        bench=bench,
-        dataset="toy",
-        split="dev",
-        presets=["p1", "p2"],
-        out=tmp_path / "out",
-        stores=tmp_path / "stores",
-        progress=False,
-        **kw,
+        **{
+            "bench": bench,
+            "dataset": "toy",
+            "split": "dev",
+            "presets": ["p1", "p2"],
+            "out": tmp_path / "out",
+            "stores": tmp_path / "stores",
+            "progress": False,
+            **kw,
+        }
     )
 
 
@@ -156,3 +158,32 @@ def test_rerun_skips_finished_questions_and_tolerates_a_torn_line(bench, tmp_pat
     run_eval(s, fake_answerer(seen), embedder=HashingEmbedder())
     assert len(seen) == 1  # only the torn record is redone
     assert len(load_done(results)) == 6
+
+
+def test_a_pooled_store_is_keyed_by_the_stories_it_holds(bench, tmp_path):
+    """Another bench folder with the same dataset name but other stories must not add them
+    into an existing pooled store (the cache used to be keyed by dataset and split only)."""
+    from mindscape.memory.store import MemoryStore
+
+    first: list = []
+    run_eval(
+        settings(bench, tmp_path, pooled=True), fake_answerer(first), embedder=HashingEmbedder()
+    )
+    docs = bench / "toy" / "documents.jsonl"
+    rows = [json.loads(line) for line in docs.read_text().splitlines()]
+    rows[1]["text"] = STORY_B.replace("Mora", "Kell")  # same ids, another story
+    docs.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    second: list = []
+    run_eval(
+        settings(bench, tmp_path, pooled=True, out=tmp_path / "out2"),
+        fake_answerer(second),
+        embedder=HashingEmbedder(),
+    )
+    (a,), (b,) = {s for _, _, s in first}, {s for _, _, s in second}
+    assert a != b and a.parent == b.parent == tmp_path / "stores"
+    for path, island in ((a, "Mora"), (b, "Kell")):
+        store = MemoryStore(path)
+        texts = " ".join(u.text for u in store.view("veridical").units)
+        store.close()
+        assert island in texts
+        assert ("Kell" in texts) == (island == "Kell")  # each store holds only its stories

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from mindscape.eval import metrics
 from mindscape.eval.bench import (
     BenchDocument,
     BenchQuestion,
+    documents_key,
     gold_spans,
     load_documents,
     load_questions,
@@ -49,13 +50,23 @@ class EvalSettings:
     pooled: bool = False
     progress: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    pool_key: str = ""
+    """``--pooled``: the hash of the pooled documents (:func:`pooled`), part of the store's
+    name so that other stories under the same dataset name never share it."""
 
 
 def store_dir(settings: EvalSettings, doc_id: str) -> Path:
     """Where a document's store lives (the pooled store for `--pooled`)."""
     if settings.pooled:
-        return settings.stores / f"{settings.dataset}-{settings.split}-pooled"
+        if not settings.pool_key:
+            raise ValueError("a pooled store needs the documents' key: use pooled(settings, docs)")
+        return settings.stores / f"{settings.dataset}-{settings.split}-pooled-{settings.pool_key}"
     return settings.stores / settings.dataset / doc_id
+
+
+def pooled(settings: EvalSettings, docs: list[BenchDocument]) -> EvalSettings:
+    """`settings` with the key of the documents a ``--pooled`` run puts in one store."""
+    return replace(settings, pool_key=documents_key(docs)) if settings.pooled else settings
 
 
 def build_stores(settings: EvalSettings, docs: list[BenchDocument], embedder: Any = None) -> None:
@@ -123,7 +134,7 @@ def prepare(settings: EvalSettings, embedder: Any = None) -> tuple[list[BenchQue
     )
     doc_ids = sorted({q.doc_id for q in questions})
     docs = load_documents(settings.bench, settings.dataset, settings.split, doc_ids=doc_ids)
-    build_stores(settings, docs, embedder)
+    build_stores(pooled(settings, docs), docs, embedder)
     return questions, doc_ids
 
 
@@ -138,7 +149,8 @@ def run_eval(
     )
     doc_ids = sorted({q.doc_id for q in questions})
     docs = load_documents(settings.bench, settings.dataset, settings.split, doc_ids=doc_ids)
-    build_stores(settings, docs)
+    settings = pooled(settings, docs)
+    build_stores(settings, docs, embedder)
     spans = _chunk_spans(settings, doc_ids)
     settings.out.mkdir(parents=True, exist_ok=True)
     results = settings.out / "results.jsonl"
