@@ -1,7 +1,8 @@
 """The `mindscape` command line.
 
 Subcommands live in `mindscape.commands.*`. Errors a user can fix (`MindscapeError`) print one
-line on stderr and exit with 2; nothing heavy is imported until a subcommand runs.
+line on stderr and exit with 2 (``--debug`` adds the traceback); nothing heavy is imported until
+a subcommand runs.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 
 from mindscape import __version__
 from mindscape.errors import MindscapeError
@@ -25,6 +27,12 @@ def build_parser() -> argparse.ArgumentParser:
         "memory, then ask questions with the LangGraph agent.",
     )
     parser.add_argument("--version", action="version", version=f"mindscape {__version__}")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="print the traceback behind a one-line error (also MINDSCAPE_DEBUG=1); "
+        "internal errors always show theirs",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         try:
@@ -46,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except MindscapeError as exc:
+        if args.debug or os.environ.get("MINDSCAPE_DEBUG") == "1":
+            traceback.print_exc()
         print(f"mindscape: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

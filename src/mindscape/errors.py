@@ -17,3 +17,8 @@ class ModelError(MindscapeError):
 
 class StoreError(MindscapeError):
     """A store that is missing, empty or inconsistent with the request."""
+
+
+class EndpointError(MindscapeError):
+    """An LLM endpoint that cannot be reached or keeps failing after the configured retries.
+    The message names the endpoint, never a key."""

@@ -9,7 +9,6 @@ import json
 import urllib.request
 from typing import Any
 
-import openai
 import pytest
 from pydantic import BaseModel
 
@@ -128,8 +127,10 @@ def test_transient_http_error_is_retried(status: int) -> None:
 
 
 def test_persistent_server_error_surfaces() -> None:
+    from mindscape.errors import EndpointError
+
     with FakeOpenAIServer([{"status": 500}] * 3) as server:
-        with pytest.raises(openai.InternalServerError):
+        with pytest.raises(EndpointError, match="HTTP 500"):
             _llm(server.base_url).complete("q")
     assert len(server.requests) == 3  # max_retries=2 → three attempts
 

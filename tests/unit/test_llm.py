@@ -553,22 +553,34 @@ def test_transient_errors_are_retried_with_backoff(error: Exception) -> None:
     settings = _settings(max_retries=3, retry_base_delay_s=0.25, retry_max_delay_s=0.4)
     llm = LLM(chat, settings=settings, sleep=delays.append)
     assert llm.complete("q", role="answer") == "ok"
-    assert delays == [0.25, 0.4]
+    # exponential backoff capped at 0.4 s, plus up to 0.25 s of jitter
+    assert len(delays) == 2
+    assert 0.25 <= delays[0] <= 0.5 and 0.4 <= delays[1] <= 0.65
     assert llm.usage.by_role["answer"]["retries"] == 2 and llm.usage.calls == 1
 
 
-def test_retries_are_bounded() -> None:
+def test_retries_are_bounded_then_one_error_names_the_endpoint_not_the_key() -> None:
+    from mindscape.errors import EndpointError
+
     chat = scripted(*[_connection_error() for _ in range(3)], "never")
-    llm = LLM(chat, settings=_settings(max_retries=2), sleep=lambda _: None)
-    with pytest.raises(openai.APIConnectionError):
+    settings = _settings(
+        max_retries=2, base_url="http://user:pw@127.0.0.1:9/v1?k=1", api_key="sk-SECRET"
+    )
+    llm = LLM(chat, settings=settings, sleep=lambda _: None)
+    with pytest.raises(EndpointError) as err:
         llm.complete("q")
     assert len(chat.calls) == 3 and llm.usage.retries == 2
+    msg = str(err.value)
+    assert "http://127.0.0.1:9/v1" in msg and "3 times" in msg and "APIConnectionError" in msg
+    assert "SECRET" not in msg and "pw" not in msg and "k=1" not in msg
 
 
-def test_other_errors_are_not_retried() -> None:
+def test_a_refused_key_is_one_error_without_retries() -> None:
+    from mindscape.errors import EndpointError
+
     chat = scripted(_status_error(openai.AuthenticationError, 401), "never")
     llm = _llm(chat)
-    with pytest.raises(openai.AuthenticationError):
+    with pytest.raises(EndpointError, match="refused the request .*HTTP 401"):
         llm.complete("q")
     assert len(chat.calls) == 1 and llm.usage.retries == 0
     assert not is_transient(ValueError("x")) and is_transient(_connection_error())

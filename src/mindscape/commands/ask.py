@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import traceback
 import uuid
 from typing import Any, cast
 
@@ -139,6 +141,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         out = _ask(args)
     except (MindscapeError, ValueError) as exc:
+        if getattr(args, "debug", False) or os.environ.get("MINDSCAPE_DEBUG") == "1":
+            traceback.print_exc()
         sys.stderr.write(f"mindscape: error: {exc}\n")
         return 2
     sys.stdout.write(

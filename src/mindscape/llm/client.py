@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
+from mindscape.errors import EndpointError
 from mindscape.llm.output import (
     LLMOutputError,
     extract_json,
@@ -70,6 +71,21 @@ def is_transient(exc: BaseException) -> bool:
         return True
     transient = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
     return isinstance(exc, transient) and not _is_unsupported_request(exc)
+
+
+def _failure(exc: BaseException) -> str:
+    """What went wrong, without the message (which may quote a request or a header)."""
+    status = getattr(exc, "status_code", None)
+    return f"{type(exc).__name__}, HTTP {status}" if status else type(exc).__name__
+
+
+def _is_refusal(exc: BaseException) -> bool:
+    """HTTP 401, 403 or 404: a key, permission or model the endpoint rejects (no retry helps)."""
+    import openai
+
+    return isinstance(
+        exc, (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
+    )
 
 
 def is_request_error(exc: BaseException) -> bool:
@@ -257,7 +273,13 @@ class LLM:
 
     def _invoke(self, runnable: Any, messages: list[BaseMessage], role: str) -> Any:
         """``runnable.invoke(messages)`` with retries of transient errors (tenacity)."""
-        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+        from tenacity import (
+            Retrying,
+            retry_if_exception,
+            stop_after_attempt,
+            wait_exponential,
+            wait_random,
+        )
 
         s = self.settings
 
@@ -267,13 +289,30 @@ class LLM:
 
         retrying = Retrying(
             stop=stop_after_attempt(s.max_retries + 1),
-            wait=wait_exponential(multiplier=s.retry_base_delay_s, max=s.retry_max_delay_s),
+            wait=wait_exponential(multiplier=s.retry_base_delay_s, max=s.retry_max_delay_s)
+            + wait_random(0, s.retry_base_delay_s),  # jitter: parallel callers do not align
             retry=retry_if_exception(is_transient),
             before_sleep=count_retry,
             sleep=self._sleep,
             reraise=True,
         )
-        return retrying(runnable.invoke, messages)
+        try:
+            return retrying(runnable.invoke, messages)
+        except Exception as exc:
+            if _is_refusal(exc):
+                raise EndpointError(
+                    f"the LLM endpoint {self.settings.endpoint_name()} refused the request "
+                    f"({_failure(exc)}); check the API key, the model name "
+                    f"({self.settings.model_name()}) and the base URL"
+                ) from exc
+            if is_transient(exc):
+                raise EndpointError(
+                    f"the LLM endpoint {self.settings.endpoint_name()} failed "
+                    f"{s.max_retries + 1} times ({_failure(exc)}); check that it is running "
+                    f"and reachable, raise MINDSCAPE_LLM_MAX_RETRIES, or answer offline with "
+                    f"--llm extractive"
+                ) from exc
+            raise
 
     def _capped(self, runnable: Any, max_tokens: int | None) -> Any:
         return runnable.bind(max_tokens=max_tokens) if max_tokens else runnable

@@ -160,6 +160,17 @@ class LLMSettings:
             return PLACEHOLDER_API_KEY
         return None
 
+    def endpoint_name(self) -> str:
+        """Where requests go, safe to print: scheme, host, port and path of ``base_url``
+        (credentials and query dropped)."""
+        if self.base_url:
+            from urllib.parse import urlsplit
+
+            u = urlsplit(self.base_url)
+            port = f":{u.port}" if u.port else ""
+            return f"{u.scheme}://{u.hostname or ''}{port}{u.path}"
+        return "the local model server" if self.backend == "local" else "https://api.openai.com/v1"
+
     def model_name(self) -> str:
         """The model id to send (the backend's default when none is set)."""
         if self.model:

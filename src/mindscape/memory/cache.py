@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from mindscape.errors import StoreError
+
 
 def content_key(*parts: str) -> str:
     """A sha256 over the parts (joined with NUL), as hex."""
@@ -36,16 +38,25 @@ class IndexCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS kv (ns TEXT, key TEXT, value BLOB, PRIMARY KEY (ns, key))"
-        )
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS docs (doc_id TEXT PRIMARY KEY, content_hash TEXT,"
-            " config_hash TEXT, status TEXT, info TEXT, updated REAL)"
-        )
-        self._db.commit()
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS kv (ns TEXT, key TEXT, value BLOB,"
+                " PRIMARY KEY (ns, key))"
+            )
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS docs (doc_id TEXT PRIMARY KEY, content_hash TEXT,"
+                " config_hash TEXT, status TEXT, info TEXT, updated REAL)"
+            )
+            self._db.execute("SELECT count(*) FROM docs").fetchone()
+            self._db.commit()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise StoreError(
+                f"the store's cache {self.path} is damaged ({exc}); index the book again "
+                f"into a new folder (`mindscape index BOOK --store NEW_DIR`)"
+            ) from exc
 
     # -- generic bytes ------------------------------------------------------------
     def get_many(self, ns: str, keys: list[str]) -> dict[str, bytes]:

@@ -114,7 +114,11 @@ class Indexer:
         content_hash = content_key(text)
         fingerprint = self.config.fingerprint(self.emb_id, self.llm_id)
         row = self.store.cache.doc(doc_id)
-        if row is not None and is_current(self.store, doc_id, text, fingerprint):
+        if (
+            row is not None
+            and is_current(self.store, doc_id, text, fingerprint)
+            and self._vectors_intact(doc_id, row)
+        ):
             report.skipped = True
             report.layers = row.get("layers", {})
             report.tokens = row.get("tokens", 0)
@@ -140,6 +144,17 @@ class Indexer:
             layers=report.layers,
         )
         return report
+
+    def _vectors_intact(self, doc_id: str, row: dict[str, Any]) -> bool:
+        """Whether every layer holds the units the manifest lists for `doc_id` (a store whose
+        vectors were lost is rebuilt from the cache instead of skipped)."""
+        listed = row.get("layers") or {}
+        try:
+            return all(
+                self.store.count(layer, doc_id) == int(listed.get(layer, 0)) for layer in LAYERS
+            )
+        except Exception:  # noqa: BLE001 - an unreadable collection counts as lost
+            return False
 
     # -- helpers used by _DocRun -------------------------------------------------------------
     def _stage(self, report: IndexReport, name: str) -> _Timer:

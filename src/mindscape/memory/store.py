@@ -68,7 +68,54 @@ class MemoryStore:
             raise StoreError(
                 f"no mindscape store at {path} (run `mindscape index ... --store {path}`)"
             )
-        return cls(path, **kw)
+        store = cls(path, **kw)
+        try:
+            store.verify()
+        except StoreError:
+            store.close()
+            raise
+        return store
+
+    def verify(self) -> None:
+        """Check that the vectors match the manifest; StoreError saying what to run if not.
+
+        A store whose ``chroma/`` folder is gone, whose layers hold fewer or more units than
+        its finished documents list, or that holds a document whose indexing never finished
+        must not answer: its retrieval would silently miss or mix in evidence.
+        """
+        docs = self.cache.docs(status=None)
+        unfinished = [d["doc_id"] for d in docs if d["status"] != "done"]
+        if unfinished:
+            raise StoreError(
+                f"the store {self.path} holds a half-indexed document ({unfinished[0]}): run "
+                f"`mindscape index` on it again to finish it"
+            )
+        if not docs:
+            return
+        if self._client is None and not self._chroma_url and not (self.path / "chroma").is_dir():
+            raise StoreError(
+                f"the store {self.path} is damaged: its vectors (chroma/) are missing; index "
+                f"the book again (`mindscape index BOOK --store {self.path}` rebuilds them "
+                f"from the cache)"
+            )
+        try:
+            for layer in LAYERS:
+                expected = sum(int((d.get("layers") or {}).get(layer, 0)) for d in docs)
+                found = int(self.collection(layer).count())
+                if found != expected:
+                    raise StoreError(
+                        f"the store {self.path} is damaged: layer {layer} holds {found} units "
+                        f"where its documents list {expected}; index the book again "
+                        f"(`mindscape index BOOK --store {self.path}` rebuilds what is missing)"
+                    )
+        except StoreError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - chroma raises many types for a broken folder
+            raise StoreError(
+                f"the store {self.path} is damaged: its vectors cannot be read "
+                f"({type(exc).__name__}); move chroma/ aside and index the book again "
+                f"(`mindscape index BOOK --store {self.path}`)"
+            ) from exc
 
     # -- chroma -------------------------------------------------------------------
     @property

@@ -1,0 +1,119 @@
+"""Damaged stores and dead endpoints: one line saying what is wrong and what to run, exit 2,
+never an answer from a partial store; `--debug` shows the traceback the line hides."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from mindscape.cli import main
+
+pytestmark = pytest.mark.integration
+
+Q = "What did the father bring back for Cinderella?"
+
+
+def ask(store: Path, *extra: str) -> list[str]:
+    return ["ask", Q, "--store", str(store), "--preset", "naive", *extra]
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str], rc: int, *needles: str) -> str:
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert rc == 2, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert captured.out == ""  # no answer
+    for needle in needles:
+        assert needle in err, err
+    return err
+
+
+@pytest.fixture
+def copy(qa_store: Path, tmp_path: Path) -> Path:
+    """A private copy of the story's store, to damage."""
+    dst = tmp_path / "store"
+    shutil.copytree(qa_store, dst)
+    return dst
+
+
+def test_a_damaged_cache_is_named(copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for extra in copy.glob("cache.sqlite3-*"):
+        extra.unlink()
+    (copy / "cache.sqlite3").write_bytes(b"this is not a database" * 100)
+    rc = main(ask(copy, "--llm", "extractive"))
+    one_line_error(capsys, rc, "cache", "damaged", "mindscape index")
+
+
+def test_missing_vectors_are_named_and_reindexing_rebuilds_them(
+    copy: Path, qa_embedder: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mindscape.memory.indexer import Indexer
+    from mindscape.memory.store import MemoryStore
+    from tests.integration.conftest import QA_DOC, STORY
+
+    shutil.rmtree(copy / "chroma")
+    rc = main(ask(copy, "--llm", "extractive"))
+    err = one_line_error(capsys, rc, "chroma/", "missing", "mindscape index")
+    assert not (copy / "chroma").exists()  # asking does not create an empty index
+    # what the line says to run repairs the store, from the cache: nothing is embedded again
+    assert "rebuilds them from the cache" in err
+    store = MemoryStore(copy)
+    rep = Indexer(store, qa_embedder, progress=False).index(
+        QA_DOC, STORY.read_text(), title="Cinderella"
+    )
+    store.close()
+    assert not rep.skipped and rep.embedded == 0 and rep.embed_cached > 0
+    rc = main(ask(copy, "--llm", "extractive", "--json"))
+    assert rc == 0 and '"answer"' in capsys.readouterr().out
+
+
+def test_lost_units_are_named(copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mindscape.memory.store import MemoryStore
+
+    store = MemoryStore(copy)
+    col = store.collection("episodic")
+    col.delete(ids=col.get(include=[])["ids"][:1])
+    store.close()
+    rc = main(ask(copy, "--llm", "extractive"))
+    one_line_error(capsys, rc, "layer episodic holds", "damaged")
+
+
+def test_a_half_indexed_document_is_named(copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = sqlite3.connect(copy / "cache.sqlite3")
+    db.execute("UPDATE docs SET status='indexing'")
+    db.commit()
+    db.close()
+    rc = main(ask(copy, "--llm", "extractive"))
+    one_line_error(capsys, rc, "half-indexed", "mindscape index")
+
+
+def test_inspect_reports_damage_too(copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.rmtree(copy / "chroma")
+    rc = main(["inspect", "--store", str(copy)])
+    one_line_error(capsys, rc, "missing")
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_an_unreachable_endpoint_is_one_line_naming_it(
+    qa_store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MINDSCAPE_LLM_MAX_RETRIES", "1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-NEVER-PRINTED")
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    rc = main(ask(qa_store, "--llm", "openai", "--base-url", url))
+    err = one_line_error(capsys, rc, url, "2 times", "--llm extractive")
+    assert "NEVER-PRINTED" not in err
+    # --debug adds the traceback behind the line
+    rc = main(["--debug", *ask(qa_store, "--llm", "openai", "--base-url", url)])
+    captured = capsys.readouterr()
+    assert rc == 2 and "Traceback" in captured.err and url in captured.err.splitlines()[-1]
+    assert "NEVER-PRINTED" not in captured.err
