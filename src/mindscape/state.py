@@ -229,6 +229,9 @@ class QAOutput(TypedDict):
     """LLM calls made (re-asks included)."""
     tokens_in: NotRequired[Annotated[int, operator.add]]
     tokens_out: NotRequired[Annotated[int, operator.add]]
+    llm_fallbacks: NotRequired[Annotated[int, operator.add]]
+    """Model answers that stayed malformed after one re-ask; the role's extractive fallback
+    ran instead (the run goes on)."""
     stop_reason: NotRequired[str]
     """answered | rounds | llm_calls | tokens | exhausted (nothing new to try)."""
     preset: NotRequired[str]
@@ -262,5 +265,5 @@ class QAState(QAInput, QAOutput):
     ``Context.local_max_tokens`` when the local model answers. None: no budget."""
 
 
-COUNTERS: tuple[str, ...] = ("rounds", "llm_calls", "tokens_in", "tokens_out")
+COUNTERS: tuple[str, ...] = ("rounds", "llm_calls", "tokens_in", "tokens_out", "llm_fallbacks")
 """The additive counters of the state."""

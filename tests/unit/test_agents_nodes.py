@@ -509,3 +509,18 @@ def test_refine_stops_when_nothing_is_left_to_try() -> None:
     }
     out = run(make_refine, d, state, preset="mia-agent", backend="extractive")
     assert out["decision"] == "STOP" and out["stop_reason"] == "exhausted"
+
+
+def test_an_unusable_model_answer_is_counted_and_the_run_goes_on() -> None:
+    """Malformed JSON twice (the answer and its re-ask): the extractive fallback answers and
+    the node's counters say so."""
+    from tests.fakes import ScriptedChatModel
+
+    chat = ScriptedChatModel(responses=["no json here", "still none"])
+    d = deps(chat)
+    state = after_retrieve(d, preset="naive", backend="llm")
+    out = run(make_try_answer, d, {**state, "task": "open"}, preset="naive", backend="llm")
+    attempt = out["attempts"][0]
+    assert attempt["reasoner"] == "llm->offline" and "cave" in attempt["answer"]
+    assert out["llm_calls"] == 2 and out["llm_fallbacks"] == 1
+    assert d.usage.total("malformed") == 1 and d.usage.total("unusable") == 1

@@ -43,8 +43,11 @@ def exhausted(state: QAState, ctx: Context) -> str | None:
 
 
 def cost(usage: Usage) -> dict[str, int]:
-    """The counter update for the calls recorded in `usage`."""
-    return {"llm_calls": usage.calls, "tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out}
+    """The counter update for the calls recorded in `usage` (with the model answers that were
+    unusable after a re-ask, for which the role's extractive fallback ran)."""
+    out = {"llm_calls": usage.calls, "tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out}
+    fallbacks = usage.total("unusable")
+    return {**out, "llm_fallbacks": fallbacks} if fallbacks else out
 
 
 def doc_scope(state: QAState) -> set[str] | None:

@@ -95,6 +95,7 @@ def result_json(out: dict[str, Any]) -> dict[str, Any]:
         "llm_calls": out.get("llm_calls", 0),
         "tokens_in": out.get("tokens_in", 0),
         "tokens_out": out.get("tokens_out", 0),
+        "llm_fallbacks": out.get("llm_fallbacks", 0),
         "stop_reason": out.get("stop_reason", ""),
         "evidence": [
             {

@@ -175,6 +175,7 @@ def run_eval(
             "llm_calls": out.get("llm_calls", 0),
             "tokens_in": out.get("tokens_in", 0),
             "tokens_out": out.get("tokens_out", 0),
+            "llm_fallbacks": out.get("llm_fallbacks", 0),
             "rounds": out.get("rounds", 0),
             "latency_s": round(time.perf_counter() - t0, 4),
             **score(q, out, spans),

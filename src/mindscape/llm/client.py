@@ -494,10 +494,12 @@ class LLM:
         first = self._attempt_json(self._messages(prompt, system), schema, role, max_tokens)
         result = first
         if not first.ok:
+            self.usage.add(role, malformed=1)
             logger.info("LLM %s: malformed JSON (%s); re-asking once", role or "call", first.error)
             messages = self._reask_messages(prompt, system, first, schema)
             result = self._attempt_json(messages, schema, role, max_tokens)
         if not result.ok:
+            self.usage.add(role, unusable=1)
             raise LLMOutputError(
                 f"{role or 'LLM'}: no valid {name} after one re-ask: {result.error} "
                 f"(first answer: {first.error})",

@@ -16,6 +16,8 @@ _COUNTERS: tuple[str, ...] = (
     "cache_hits",
     "retries",
     "estimated",
+    "malformed",
+    "unusable",
 )
 
 

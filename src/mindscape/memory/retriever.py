@@ -100,11 +100,12 @@ class RetrievalSettings:
     Within a single document conf = 1, so the gate only acts when several documents compete."""
     narrative_order: bool
     """Return packed veridical/episodic hits in source order (ComoRAG re-sorts them so) instead of by score."""
+    region_doc_weight: float
+    """ρ of the ``region`` signature mode: the weight of the document share against the
+    window term (see ``Context.region_doc_weight``)."""
     signature_params: SignatureParams
     """The run's signature selection; the α gate reads its activation view (K0, dense or
     hybrid) from it, so the gate sees what chose σ."""
-    region_doc_weight: float = 0.75
-    """ρ of the ``region`` signature mode: the weight of the document share against the window term."""
     gate_power: float = 2.0
     """Exponent of the confidence in the gate."""
     fusion_layers: tuple[str, ...] = ("veridical", "outline")
