@@ -91,6 +91,7 @@ class FakeOpenAIServer:
     Attributes:
         base_url: ``http://127.0.0.1:<port>/v1`` once started.
         requests: the JSON bodies of every completion request, in arrival order.
+        authorizations: their Authorization headers.
     """
 
     def __init__(
@@ -102,6 +103,8 @@ class FakeOpenAIServer:
         self._ids = itertools.count(1)
         self.models = list(models)
         self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str] = []
+        """The Authorization header of every completion request."""
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.base_url = ""
@@ -236,6 +239,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         length = int(self.headers.get("Content-Length", "0"))
         request = json.loads(self.rfile.read(length) or b"{}")
+        with self.fake._lock:
+            self.fake.authorizations.append(self.headers.get("Authorization", ""))
         if request.get("stream"):
             self._send_error(400, "fake server: streaming is not supported")
             return

@@ -117,3 +117,34 @@ def test_an_unreachable_endpoint_is_one_line_naming_it(
     captured = capsys.readouterr()
     assert rc == 2 and "Traceback" in captured.err and url in captured.err.splitlines()[-1]
     assert "NEVER-PRINTED" not in captured.err
+
+
+def test_the_api_key_never_leaves_the_request(
+    qa_store: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The key reaches the endpoint's Authorization header and nowhere else: not the answer,
+    the --json output, the logs or an error line."""
+    import logging
+
+    from tests.fake_openai import FakeOpenAIServer
+    from tests.fakes import QAScript
+
+    secret = "sk-" + "S3CRET" * 4
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    monkeypatch.setenv("MINDSCAPE_LLM_MAX_RETRIES", "0")
+    caplog.set_level(logging.DEBUG)
+    with FakeOpenAIServer(QAScript(answer="two white pigeons").request) as server:
+        rc = main([*ask(qa_store, "--llm", "openai", "--base-url", server.base_url), "--json"])
+        ok = capsys.readouterr()
+        assert rc == 0 and "pigeons" in ok.out
+        assert server.authorizations and all(secret in a for a in server.authorizations)
+    # the server is gone now: the error line names the endpoint, not the key
+    rc = main(ask(qa_store, "--llm", "openai", "--base-url", server.base_url))
+    failed = capsys.readouterr()
+    assert rc == 2 and server.base_url in failed.err
+    for text in (ok.out, ok.err, failed.out, failed.err, caplog.text):
+        assert secret not in text and "S3CRET" not in text

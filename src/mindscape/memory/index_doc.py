@@ -91,7 +91,9 @@ class Summarizer:
             picked = extractive_summary(self.doc.bank, sent_ids, max_tokens=budget)
             return self.doc.bank.join(picked), picked
         body = fit_passages(passages, self.counter, 6000)
-        prompt = prompts.render(template, passages=body, max_words=int(budget * 0.75))
+        prompt = prompts.render(
+            template, passages=prompts.as_data(body), max_words=int(budget * 0.75)
+        )
         text = self.llm.complete(prompt, system=summary_prompt.SYSTEM, role="index_summary")
         return " ".join(text.split()), sent_ids
 

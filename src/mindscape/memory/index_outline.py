@@ -98,7 +98,7 @@ def llm_items(
     prompt = prompts.render(
         outline_prompt.USER,
         title=sec.title,
-        section=counter.truncate(section_text, 8000),
+        section=prompts.as_data(counter.truncate(section_text, 8000)),
         max_items=max(1, min(8, len(idx) // 4 or 1)),
     )
     data = llm.complete_json(prompt, system=outline_prompt.SYSTEM, role="index_outline")

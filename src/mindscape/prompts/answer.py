@@ -12,10 +12,12 @@ on the model's self-reported certainty alone.
 Output JSON: ``{"quote": ..., "answer": ..., "sufficient": bool}``.
 """
 
+from mindscape.prompts import DATA_RULE
+
 SYSTEM = (
     "You answer questions about a long story using only the material provided. You are "
     "careful to say when the material does not settle the question."
-)
+) + DATA_RULE
 
 USER = """{signature_block}{memory_block}Passages from the story:
 <passages>

@@ -8,10 +8,12 @@ When ``fuse_rule`` is :data:`FUSE_RULE`, the same call also integrates the earli
 Output JSON: ``{"cues": [{"block": "b1", "findings": "..."}], "fused": "..."}``.
 """
 
+from mindscape.prompts import DATA_RULE
+
 SYSTEM = (
     "You are a close reader of long stories. You read retrieved excerpts and write down, "
     "briefly and faithfully, what they reveal that helps answer a question."
-)
+) + DATA_RULE
 
 USER = """Question: {question}
 

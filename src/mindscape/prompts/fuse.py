@@ -4,10 +4,12 @@ The units given are the most question-related part of the memory pool (ComoRAG: 
 half by similarity of probe + cue to the question). The answer is plain text.
 """
 
+from mindscape.prompts import DATA_RULE
+
 SYSTEM = (
     "You combine notes gathered while investigating a story into one clear account that "
     "serves a specific question."
-)
+) + DATA_RULE
 
 USER = """Question: {question}
 

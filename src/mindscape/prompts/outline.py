@@ -1,9 +1,11 @@
 """Index-time MoM document memory: outline, core content and atomic chunks of a section."""
 
+from mindscape.prompts import DATA_RULE
+
 SYSTEM = (
     "You are a domain expert in literature who reads a section of a long narrative and "
     "organises it into a structured document memory."
-)
+) + DATA_RULE
 
 USER = """Read the section below (titled "{title}") and organise it into outline items.
 For each item give:

@@ -8,10 +8,12 @@ a repeat. With ``rewrite_rule`` = :data:`REWRITE_RULE` it also rewrites the retr
 Output JSON: ``{"decision": "REFINE"|"ANSWER", "probes": [...], "next_query": "...", "reason": "..."}``.
 """
 
+from mindscape.prompts import DATA_RULE
+
 SYSTEM = (
     "You direct the search through a long story's memory. When an answer attempt falls "
     "short, you decide what to look up next."
-)
+) + DATA_RULE
 
 USER = """Question: {question}
 Current search query: {query}

@@ -1,6 +1,10 @@
 """Index-time summaries: episodic sessions (timeline windows) and semantic clusters."""
 
-SYSTEM = "You are a careful literary analyst who summarises passages of a long narrative."
+from mindscape.prompts import DATA_RULE
+
+SYSTEM = (
+    "You are a careful literary analyst who summarises passages of a long narrative." + DATA_RULE
+)
 
 SESSION = """Summarise the following consecutive passages of a story in at most {max_words} words.
 Keep the chronological order. Name the characters, places and objects involved, and state the

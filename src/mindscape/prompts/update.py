@@ -9,11 +9,13 @@ whether to answer now or search again (with a rewritten query when allowed).
 Output JSON: ``{"decision", "next_query", "signature": [ids], "evidence": [{"note", "ids"}], "reason"}``.
 """
 
+from mindscape.prompts import DATA_RULE
+
 SYSTEM = (
     "You manage the working memory of an agent that answers questions about a long story. "
     "You keep a compact global picture (the signature) and grounded notes (the evidence), "
     "and decide when the agent knows enough to answer."
-)
+) + DATA_RULE
 
 USER = """Original question: {question}
 Current search query: {query}

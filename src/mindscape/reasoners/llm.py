@@ -150,7 +150,9 @@ def format_passages(items: list[EvidenceItem]) -> str:
         return NONE_TEXT
     return "\n".join(
         prompts.render(
-            encode_prompt.PASSAGE, unit_id=i["unit_id"], text=" ".join(i["text"].split())
+            encode_prompt.PASSAGE,
+            unit_id=i["unit_id"],
+            text=prompts.as_data(" ".join(i["text"].split())),
         )
         for i in items
     )
@@ -179,9 +181,11 @@ def in_order(items: list[EvidenceItem], budget: int) -> list[EvidenceItem]:
 def format_notes(units: list[EvidenceNote], fused: str = "", budget: int | None = None) -> str:
     """Memory units as lines, with the fused cue last; with `budget` (approximate tokens),
     the latest lines that fit, the fused cue first among them."""
-    lines = [f"- [{u['layer']}] {u['probe']}: {u['cue']}" for u in units if u.get("cue")]
+    lines = [
+        prompts.as_data(f"- [{u['layer']}] {u['probe']}: {u['cue']}") for u in units if u.get("cue")
+    ]
     if fused:
-        lines.append(f"- [synthesis] {fused}")
+        lines.append(prompts.as_data(f"- [synthesis] {fused}"))
     if budget is not None:
         kept: list[str] = []
         for line in reversed(lines):
@@ -197,7 +201,11 @@ def format_summaries(items: list[SignatureItem]) -> str:
     if not items:
         return NONE_TEXT
     return "\n".join(
-        prompts.render(update_prompt.ITEM, unit_id=s["unit_id"], text=" ".join(s["text"].split()))
+        prompts.render(
+            update_prompt.ITEM,
+            unit_id=s["unit_id"],
+            text=prompts.as_data(" ".join(s["text"].split())),
+        )
         for s in items
     )
 
@@ -327,7 +335,9 @@ class LLMReasoner:
         if "fuse" not in self.roles:
             return self.fallback.fuse(question, units, usage=usage)
         notes = "\n".join(
-            prompts.render(fuse_prompt.NOTE, probe=u["probe"], layer=u["layer"], cue=u["cue"])
+            prompts.render(
+                fuse_prompt.NOTE, probe=u["probe"], layer=u["layer"], cue=prompts.as_data(u["cue"])
+            )
             for u in units
         )
         prompt = prompts.render(
@@ -349,7 +359,7 @@ class LLMReasoner:
             options_block = (
                 "Options:\n"
                 + "\n".join(
-                    prompts.render(answer_prompt.OPTION, letter=LETTERS[i], text=o)
+                    prompts.render(answer_prompt.OPTION, letter=LETTERS[i], text=prompts.as_data(o))
                     for i, o in enumerate(req.options)
                 )
                 + "\n"
