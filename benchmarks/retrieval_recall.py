@@ -32,6 +32,7 @@ from mindscape.eval.metrics import (
     bootstrap_ci,  # noqa: E402
     recall_at_k,  # noqa: E402
 )
+from mindscape.memory.activation import activate  # noqa: E402
 from mindscape.memory.retriever import (  # noqa: E402
     RetrievalSettings,
     Retriever,
@@ -39,9 +40,11 @@ from mindscape.memory.retriever import (  # noqa: E402
     default_settings,
     literal_params,
 )
+from mindscape.memory.scope import top_rows  # noqa: E402
 from mindscape.memory.signature import SignatureParams  # noqa: E402
 
 KS = (5, 10, 20)
+ACTIVATION_ROUTER = "activation-router"
 
 
 @dataclasses.dataclass
@@ -66,6 +69,18 @@ def variants(grid: bool) -> list[Variant]:
         Variant("hybrid", dataclasses.replace(base, alpha=0.0)),
         Variant("first-k", base, "first-k", p),
         Variant("mia-rag", base, "coverage", p),
+    ]
+    out += [
+        # Is it the signature, or routing? ρ = 0.75 was the default before the pooled figures;
+        # the activation router boosts documents by the query's own activation share, no σ.
+        Variant(
+            "mia-rag ρ=0.75",
+            dataclasses.replace(base, region_doc_weight=0.75),
+            "coverage",
+            p,
+            "router",
+        ),
+        Variant("activation router (no σ)", base, ACTIVATION_ROUTER, p, "router"),
     ]
     for a in (0.25, 0.5, 0.75):
         out.append(
@@ -231,6 +246,12 @@ def evaluate(
         gold = gold_spans(q)
         for v in rows:
             signature = None
+            if v.method == ACTIVATION_ROUTER:
+                top = activation_router(retriever, q.question, doc_ids, v, k_max)
+                got = [spans[u] if d == q.doc_id else (0, 0) for u, d in top]
+                for k in KS:
+                    per[v.name][k].append(recall_at_k(got, gold, k))
+                continue
             if v.method is not None:
                 key = (v.method, repr(v.params))
                 signature = sig_cache.get(key)
@@ -254,6 +275,23 @@ def evaluate(
         if n % 200 == 0:
             log(f"  {n}/{len(questions)} questions ({time.perf_counter() - t0:.0f}s)")
     return Scores(per, story)
+
+
+def activation_router(
+    retriever: Retriever, query: str, doc_ids: set[str] | None, v: Variant, k: int
+) -> list[tuple[str, str]]:
+    """A signature-free control: the query's hybrid score plus α·(its document's share of the
+    rank-weighted K0 activation), α gated like the signature's (α·conf², conf the main
+    document's share). (chunk id, doc id) of the top k."""
+    sc = retriever.scope(doc_ids)
+    act = activate(sc, query, retriever.embed_query(query), v.params or default_params())
+    share = np.zeros(len(sc.docs))
+    np.add.at(share, sc.chunk_doc[act.rows], 1.0 / (np.arange(len(act.rows)) + 1.0))
+    share /= max(share.sum(), 1e-12)
+    alpha = v.settings.alpha * float(share.max()) ** v.settings.gate_power
+    fused = (1 - alpha) * act.score + alpha * share[sc.chunk_doc]
+    units = sc.chunks.units
+    return [(units[i].id, units[i].doc_id) for i in top_rows(fused, k)]
 
 
 def draw_pools(doc_ids: list[str], n_pools: int, size: int, seed: int) -> list[list[str]]:
