@@ -93,7 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     sizes = sorted({int(x) for x in args.books.split(",")})
     emb = load_embedder()
     stores = latency_stores(args.bench, emb, sizes)
-    settings = default_settings()
+    # three layers at 2000 tokens each (docs/retrieval.md measured these), not the mindscape
+    # preset's four layers
+    settings = default_settings(
+        budgets={"veridical": 2000, "semantic": 2000, "episodic": 2000, "outline": 0}
+    )
     results = {}
     # Questions of all the latency books, for every store: only their number and variety matter here.
     questions = load_questions(
