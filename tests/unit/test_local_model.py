@@ -240,3 +240,47 @@ def test_local_backend_without_the_model_is_a_one_line_error(
     assert main(["model", "serve"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "make model" in err[0]
+
+
+def test_a_killed_local_server_is_restarted_once_then_named(
+    loopback_only: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The local server dies mid-run: the next call restarts it on the same port and goes
+    on; a second death is one EndpointError, and no server process is left behind."""
+    from langchain_openai import ChatOpenAI
+    from pydantic import SecretStr
+
+    from mindscape.errors import EndpointError
+    from mindscape.llm import LLM, LLMSettings
+    from mindscape.llm import server as srv
+
+    server = _fake_server(free_port()).start()
+    monkeypatch.setitem(srv._SERVERS, ("fake", 1, 1), server)
+    try:
+        settings = LLMSettings(
+            backend="local",
+            base_url=server.base_url,
+            structured="off",
+            retry_base_delay_s=0.0,
+            max_retries=2,
+        )
+        chat = ChatOpenAI(
+            model="fake", base_url=server.base_url, api_key=SecretStr("x"), max_retries=0
+        )
+        llm = LLM(chat, settings=settings, sleep=lambda _: None)
+        assert llm.complete("hello", role="answer") == "echo hello"
+        first = server.pid
+        assert first is not None and server.process is not None
+        os.kill(first, signal.SIGKILL)
+        server.process.wait(timeout=10)
+        assert llm.complete("again", role="answer") == "echo again"
+        second = server.pid
+        assert second not in (None, first) and server.restarts == 1 and llm.usage.retries == 1
+        assert second is not None and server.process is not None
+        os.kill(second, signal.SIGKILL)
+        server.process.wait(timeout=10)
+        with pytest.raises(EndpointError, match="local|127.0.0.1"):
+            llm.complete("third", role="answer")
+        assert _gone(first) and _gone(second)
+    finally:
+        server.stop()

@@ -73,6 +73,12 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, transient) and not _is_unsupported_request(exc)
 
 
+def _is_connection_error(exc: BaseException | None) -> bool:
+    import openai
+
+    return isinstance(exc, openai.APIConnectionError) or "Connection" in type(exc).__name__
+
+
 def _failure(exc: BaseException) -> str:
     """What went wrong, without the message (which may quote a request or a header)."""
     status = getattr(exc, "status_code", None)
@@ -285,6 +291,10 @@ class LLM:
 
         def count_retry(state: Any) -> None:
             self.usage.add(role, retries=1)
+            if s.backend == "local" and _is_connection_error(state.outcome.exception()):
+                from mindscape.llm.server import revive
+
+                revive()  # the local server was killed: start it again, once
             logger.info("LLM %s: transient error, retry %d", role or "call", state.attempt_number)
 
         retrying = Retrying(

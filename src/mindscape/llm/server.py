@@ -85,6 +85,8 @@ class LocalServer:
     startup_timeout_s: float = 180.0
     log_path: Path | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    restarts: int = 0
+    """Times :func:`revive` restarted this server after its process died (at most once)."""
 
     @property
     def base_url(self) -> str:
@@ -176,6 +178,26 @@ def shared_server(model: Path, *, threads: int, n_ctx: int) -> LocalServer:
         )
         _SERVERS[key] = server.start()
         return server
+
+
+def revive() -> bool:
+    """Restart, on the same port, each shared server whose process died (once per server: a
+    server that dies again stays down and the caller's error says so). True if one was
+    restarted, so a request that failed on it can be retried."""
+    with _LOCK:
+        dead = [
+            s for s in _SERVERS.values() if s.process is None or s.process.poll() is not None
+        ]
+    restarted = False
+    for server in dead:
+        if server.restarts >= 1:
+            continue
+        server.restarts += 1
+        logger.warning("the local model server (port %d) died; restarting it once", server.port)
+        server.process = None
+        server.start()
+        restarted = True
+    return restarted
 
 
 def stop_all() -> None:
