@@ -185,9 +185,7 @@ def revive() -> bool:
     server that dies again stays down and the caller's error says so). True if one was
     restarted, so a request that failed on it can be retried."""
     with _LOCK:
-        dead = [
-            s for s in _SERVERS.values() if s.process is None or s.process.poll() is not None
-        ]
+        dead = [s for s in _SERVERS.values() if s.process is None or s.process.poll() is not None]
     restarted = False
     for server in dead:
         if server.restarts >= 1:
