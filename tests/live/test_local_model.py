@@ -210,3 +210,59 @@ def test_a_book_that_gives_orders_is_read_as_a_story(tmp_path: Path) -> None:
         assert "pwned" not in answer.lower(), (question, answer)
         assert expected in answer.lower() if task == "open" else answer == expected, answer
         assert out["rounds"] <= 5 and out["tokens_in"] + out["tokens_out"] <= 3000 * 4 / 3
+
+
+def _all_servers() -> set[int]:
+    """Pids of every local model server on the machine."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"mindscape.llm._serve" in cmd:
+                found.add(int(entry.name))
+    return found
+
+
+def test_four_concurrent_asks_share_one_model(deps, story_store: Path) -> None:  # noqa: ANN001
+    """Four `ask` processes at once: each answers as a sequential run does, and one model
+    server at a most is in memory at any moment (they share it through the registry)."""
+    from mindscape.llm import server as srv
+
+    questions = ["What is the name of the baker's dog?", "Where was the thief found?"]
+    expected = [_ask(deps, story_store, "naive", question=q)["answer"] for q in questions]
+    srv.stop_all()  # this process's server goes; the four start and share their own
+    env = {**os.environ, "MINDSCAPE_LLM_BACKEND": "local"}
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mindscape.cli",
+                "ask",
+                questions[n % 2],
+                "--store",
+                str(story_store),
+                "--preset",
+                "naive",
+                "--json",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(4)
+    ]
+    most = 0
+    while any(p.poll() is None for p in procs):
+        most = max(most, len(_all_servers()))
+        time.sleep(0.2)
+    outs = [p.communicate(timeout=60) for p in procs]
+    for n, (p, (out, err)) in enumerate(zip(procs, outs, strict=True)):
+        assert p.returncode == 0, err
+        assert json.loads(out)["answer"] == expected[n % 2]
+    assert most == 1

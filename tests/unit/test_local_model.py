@@ -5,6 +5,7 @@ module run exactly where llama.cpp's would run)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -243,7 +244,7 @@ def test_local_backend_without_the_model_is_a_one_line_error(
 
 
 def test_a_killed_local_server_is_restarted_once_then_named(
-    loopback_only: None, monkeypatch: pytest.MonkeyPatch
+    loopback_only: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The local server dies mid-run: the next call restarts it on the same port and goes
     on; a second death is one EndpointError, and no server process is left behind."""
@@ -254,6 +255,7 @@ def test_a_killed_local_server_is_restarted_once_then_named(
     from mindscape.llm import LLM, LLMSettings
     from mindscape.llm import server as srv
 
+    monkeypatch.setenv("MINDSCAPE_CACHE", str(tmp_path))  # the server registry
     server = _fake_server(free_port()).start()
     monkeypatch.setitem(srv._SERVERS, ("fake", 1, 1), server)
     try:
@@ -284,3 +286,68 @@ def test_a_killed_local_server_is_restarted_once_then_named(
         assert _gone(first) and _gone(second)
     finally:
         server.stop()
+
+
+SHARER = """
+import json, sys
+from pathlib import Path
+from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
+from mindscape.llm import LLM, LLMSettings
+from mindscape.llm import server as srv
+
+srv.llama_server_args = lambda model, port, threads, n_ctx: ["tests.fake_openai", "--port", str(port)]
+s = srv.shared_server(Path("fake.gguf"), threads=1, n_ctx=1)
+settings = LLMSettings(backend="local", base_url=s.base_url, structured="off",
+                       retry_base_delay_s=0.0, max_retries=2)
+llm = LLM(ChatOpenAI(model="fake", base_url=s.base_url, api_key=SecretStr("x"), max_retries=0),
+          settings=settings, sleep=lambda _: None)
+for line in sys.stdin:
+    out = llm.complete(line.strip(), role="answer")
+    s = srv._SERVERS[(str(Path("fake.gguf")), 1, 1)]
+    print(json.dumps({"out": out, "port": s.port, "pid": s.pid, "attached": s.attached}), flush=True)
+"""
+
+
+def test_processes_share_one_local_server_and_take_it_over(tmp_path: Path) -> None:
+    """Two processes, one server: the second attaches to the first's (registered) server;
+    when the first exits, the second's next call starts a server on the same port and goes
+    on; when it exits, no server is left."""
+    env = {**os.environ, "MINDSCAPE_CACHE": str(tmp_path)}
+
+    def sharer() -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-c", SHARER],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def ask(proc: subprocess.Popen[str], text: str) -> dict:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(text + "\n")
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())
+
+    first = sharer()
+    second = None
+    try:
+        a = ask(first, "one")  # the first one's server is up and registered
+        second = sharer()
+        b = ask(second, "two")
+        assert (a["out"], b["out"]) == ("echo one", "echo two")
+        assert not a["attached"] and a["pid"] and b["attached"] and b["port"] == a["port"]
+        first.terminate()  # its server goes with it
+        first.wait(timeout=20)
+        assert _gone(a["pid"])
+        c = ask(second, "three")  # the second process starts the server again, same port
+        assert c["out"] == "echo three" and not c["attached"] and c["port"] == a["port"]
+        assert c["pid"] and c["pid"] != a["pid"]
+    finally:
+        for proc in (first, second):
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=20)
+    assert _gone(c["pid"])

@@ -6,8 +6,11 @@ caller in that process (:func:`shared_server`). It is started on first use on a 
 process exits: at interpreter exit (``atexit``, which also runs after Ctrl-C), on SIGTERM
 (a handler is installed when none is), and, if the parent dies without cleaning up (SIGKILL,
 a crash), by the child itself: :mod:`mindscape.llm._serve` watches its parent and exits
-when it is gone. Processes never clash: each picks its own port. To share one server between
-processes, run ``mindscape model serve`` and point ``MINDSCAPE_LLM_BASE_URL`` at it.
+when it is gone. Processes share: the first one to need a server starts it and registers its
+port under ``~/.cache/mindscape/servers/`` (under a file lock); the others attach to it while it
+answers, so one model sits in memory however many processes ask. When its owner exits, the
+next request of an attached process fails, and :func:`revive` starts a server on the same
+port (once), so that process goes on. ``mindscape model serve`` runs one in the foreground.
 
 The chat client is the ordinary OpenAI-compatible path (``langchain-openai``): the same code
 that talks to OpenAI, vLLM or Ollama.
@@ -16,6 +19,9 @@ that talks to OpenAI, vLLM or Ollama.
 from __future__ import annotations
 
 import atexit
+import fcntl
+import hashlib
+import json
 import logging
 import os
 import signal
@@ -86,7 +92,17 @@ class LocalServer:
     log_path: Path | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     restarts: int = 0
-    """Times :func:`revive` restarted this server after its process died (at most once)."""
+    """Times :func:`revive` brought this server back after it stopped (at most once)."""
+    attached: bool = False
+    """Another process's server (found through the registry): used, never started or stopped."""
+    registry: Path | None = None
+    """The registry file this process wrote for its server (removed when it stops)."""
+
+    def alive(self) -> bool:
+        """An own server whose process runs, or an attached one that answers."""
+        if self.attached:
+            return self.healthy()
+        return self.process is not None and self.process.poll() is None
 
     @property
     def base_url(self) -> str:
@@ -114,7 +130,7 @@ class LocalServer:
 
     def start(self) -> LocalServer:
         """Start the child and wait until it is healthy; a ModelError says why it is not."""
-        if self.process is not None and self.process.poll() is None:
+        if self.attached or (self.process is not None and self.process.poll() is None):
             return self
         cmd = [sys.executable, "-m", "mindscape.llm._serve", "--parent", str(os.getpid())]
         cmd += ["--", *self.argv]
@@ -149,7 +165,14 @@ class LocalServer:
         )
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """Terminate the child (SIGTERM, then SIGKILL after ``timeout_s``) and reap it."""
+        """Terminate the child (SIGTERM, then SIGKILL after ``timeout_s``), reap it, and drop
+        its registry entry if it still names this process."""
+        if self.registry is not None:
+            try:
+                if json.loads(self.registry.read_text()).get("pid") == os.getpid():
+                    self.registry.unlink()
+            except (OSError, ValueError):
+                pass
         proc, self.process = self.process, None
         if proc is None or proc.poll() is not None:
             return
@@ -162,40 +185,87 @@ class LocalServer:
 
 
 def shared_server(model: Path, *, threads: int, n_ctx: int) -> LocalServer:
-    """The process-wide server for this model and settings, started (and healthy)."""
+    """The server for this model and settings, healthy: the process's own, or one another
+    mindscape process started and registered (:func:`_attach_or_start`), so several processes
+    on one machine share one model in memory."""
     key = (str(model), threads, n_ctx)
     with _LOCK:
         server = _SERVERS.get(key)
-        if server is not None and server.process is not None and server.process.poll() is None:
+        if server is not None and server.alive():
             return server
-        log_dir = cache_root() / "logs"
-        log_dir.mkdir(parents=True, exist_ok=True)
-        port = free_port()
-        server = LocalServer(
-            llama_server_args(model, port, threads=threads, n_ctx=n_ctx),
-            port,
-            log_path=log_dir / f"llama-server-{os.getpid()}.log",
-        )
-        _SERVERS[key] = server.start()
-        return server
+        _SERVERS[key] = _attach_or_start(key, None)
+        return _SERVERS[key]
+
+
+def _registry(key: tuple[str, int, int]) -> Path:
+    """The file naming the port of the server that serves `key` on this machine."""
+    name = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+    folder = cache_root() / "servers"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{name}.json"
+
+
+def _attach_or_start(
+    key: tuple[str, int, int], port: int | None, own: LocalServer | None = None
+) -> LocalServer:
+    """Under a machine-wide file lock: attach to the registered server if it answers (on
+    `port`, when given), else start one and register it. `own` is this process's stopped
+    server, restarted as it was; otherwise a llama.cpp server for `key` is started (on `port`
+    when given, so clients that know it keep working)."""
+    reg = _registry(key)
+    with open(reg.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            known = json.loads(reg.read_text()) if reg.is_file() else None
+        except (OSError, ValueError):
+            known = None
+        if known and (port is None or known.get("port") == port):
+            attached = LocalServer([], int(known["port"]), attached=True)
+            if attached.healthy():
+                logger.info("using the local model server of pid %s", known.get("pid"))
+                return attached
+        if own is None:
+            log_dir = cache_root() / "logs"
+            log_dir.mkdir(parents=True, exist_ok=True)
+            port = port or free_port()
+            model, threads, n_ctx = key
+            own = LocalServer(
+                llama_server_args(Path(model), port, threads=threads, n_ctx=n_ctx),
+                port,
+                log_path=log_dir / f"llama-server-{os.getpid()}.log",
+            )
+        own.process = None
+        own.registry = reg
+        own.start()
+        reg.write_text(json.dumps({"port": own.port, "pid": os.getpid()}))
+        return own
 
 
 def revive() -> bool:
-    """Restart, on the same port, each shared server whose process died (once per server: a
-    server that dies again stays down and the caller's error says so). True if one was
-    restarted, so a request that failed on it can be retried."""
+    """Bring back each shared server that stopped answering, on the same port: attach to
+    another process's server there, or start one. Another process's server going away is
+    normal (its process finished) and is always handled; this process's own server is
+    restarted once, and if it dies again it stays down and the caller's error says so. True if
+    one came back, so a request that failed on it can be retried."""
     with _LOCK:
-        dead = [s for s in _SERVERS.values() if s.process is None or s.process.poll() is not None]
-    restarted = False
-    for server in dead:
-        if server.restarts >= 1:
-            continue
-        server.restarts += 1
-        logger.warning("the local model server (port %d) died; restarting it once", server.port)
-        server.process = None
-        server.start()
-        restarted = True
-    return restarted
+        dead = [(k, s) for k, s in _SERVERS.items() if not s.alive()]
+        revived = False
+        for key, server in dead:
+            if not server.attached and server.restarts >= 1:
+                continue  # our own server died twice: a crash, not an owner leaving
+            (logger.info if server.attached else logger.warning)(
+                "the local model server (port %d) stopped; starting it again", server.port
+            )
+            restarts = server.restarts + 1
+            if server.attached:
+                fresh = _attach_or_start(key, server.port)
+            else:
+                server.stop()
+                fresh = _attach_or_start(key, server.port, own=server)
+            fresh.restarts = restarts if fresh is server else 0
+            _SERVERS[key] = fresh
+            revived = True
+        return revived
 
 
 def stop_all() -> None:
