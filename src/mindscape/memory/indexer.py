@@ -24,10 +24,10 @@ from langchain_core.embeddings import Embeddings
 
 from mindscape.embeddings import embedder_id
 from mindscape.memory.cache import content_key
-from mindscape.memory.chunking import chunk_text
+from mindscape.memory.chunking import Chunk, chunk_text
 from mindscape.memory.cluster import ClusterParams
 from mindscape.memory.embed_cache import EmbedCache, EmbedStats
-from mindscape.memory.index_doc import Summarizer, doc_text
+from mindscape.memory.index_doc import DocText, Summarizer, doc_text
 from mindscape.memory.index_episodic import episodic_units
 from mindscape.memory.index_outline import outline_units
 from mindscape.memory.index_raptor import raptor_units
@@ -169,6 +169,34 @@ class Indexer:
         return tqdm(iterable, desc=desc, total=total, file=sys.stderr, leave=False, unit="it")
 
 
+def veridical_units(
+    doc: DocText,
+    chunks: list[Chunk],
+    window_of: dict[int, str],
+    triples: dict[int, list[list[str]]],
+) -> list[Unit]:
+    """The chunks as veridical units: their character span, their episodic window and (with
+    an LLM) their triples in the metadata."""
+    return [
+        Unit(
+            id=cid,
+            doc_id=doc.doc_id,
+            layer="veridical",
+            text=c.text,
+            chunk_ids=[cid],
+            kind="chunk",
+            order=c.index,
+            meta={
+                "char_start": c.char_start,
+                "char_end": c.char_end,
+                **({"window": window_of[c.index]} if c.index in window_of else {}),
+                **({"triples": triples[c.index]} if c.index in triples else {}),
+            },
+        )
+        for cid, c in zip(doc.chunk_ids, chunks, strict=True)
+    ]
+
+
 def is_current(store: MemoryStore, doc_id: str, text: str, fingerprint: str) -> bool:
     """Whether the store's manifest says `doc_id` is done with this text and fingerprint."""
     row = store.cache.doc(doc_id)
@@ -243,24 +271,7 @@ class _DocRun:
         if ix.llm is not None and cfg.triples:
             with ix._stage(self.report, "triples"):
                 triples = chunk_triples(doc, ix.llm, bar=bar)
-        chunk_units = [
-            Unit(
-                id=cid,
-                doc_id=self.doc_id,
-                layer="veridical",
-                text=c.text,
-                chunk_ids=[cid],
-                kind="chunk",
-                order=c.index,
-                meta={
-                    "char_start": c.char_start,
-                    "char_end": c.char_end,
-                    **({"window": window_of[c.index]} if c.index in window_of else {}),
-                    **({"triples": triples[c.index]} if c.index in triples else {}),
-                },
-            )
-            for cid, c in zip(doc.chunk_ids, chunks, strict=True)
-        ]
+        chunk_units = veridical_units(doc, chunks, window_of, triples)
         units = [*episodic, *semantic, *outline]
         with ix._stage(self.report, "embed_units"):
             unit_vecs = self.embed.texts([u.text for u in units], "embed summaries")
