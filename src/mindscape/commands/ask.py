@@ -17,13 +17,16 @@ import os
 import sys
 import traceback
 import uuid
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from mindscape.commands.common import add_model_options, add_store_option, settings_from_args
 from mindscape.errors import MindscapeError, StoreError
 from mindscape.presets import PRESET_NAMES
 from mindscape.reasoners.base import LLM_ROLES
 from mindscape.state import QAInput
+
+if TYPE_CHECKING:
+    from mindscape.memory.store import MemoryStore
 
 TASKS = ("open", "multiple-choice", "claim")
 
@@ -152,13 +155,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ask(args: argparse.Namespace) -> dict[str, Any]:
-    from langchain_core.runnables import RunnableConfig
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from mindscape.context import Context
-    from mindscape.deps import Deps, open_store
-    from mindscape.graphs.qa import build_qa_graph
+def _checked_store(args: argparse.Namespace) -> MemoryStore:
+    """The store of the request, opened and checked against it (StoreError/ValueError)."""
+    from mindscape.deps import open_store
 
     if not args.store:
         raise StoreError("no store given: pass --store DIR or set MINDSCAPE_STORE")
@@ -175,7 +174,18 @@ def _ask(args: argparse.Namespace) -> dict[str, Any]:
             )
     if args.task == "multiple-choice" and not args.option:
         raise ValueError("--task multiple-choice needs --option for each choice")
+    return store
 
+
+def _ask(args: argparse.Namespace) -> dict[str, Any]:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from mindscape.context import Context
+    from mindscape.deps import Deps
+    from mindscape.graphs.qa import build_qa_graph
+
+    store = _checked_store(args)
     settings = settings_from_args(args)
     embedder = None
     if args.embedder:
