@@ -267,4 +267,4 @@ def test_four_concurrent_asks_share_one_model(deps, story_store: Path) -> None: 
     for n, (p, (out, err)) in enumerate(zip(procs, outs, strict=True)):
         assert p.returncode == 0, err
         assert json.loads(out)["answer"] == expected[n % 2]
-    assert 1 <= most <= 2 and len(seen) < 4  # never a server per process
+    assert 1 <= most <= 2, (most, seen)  # shared: never a server per process at once
