@@ -125,27 +125,22 @@ def _servers_of(pid: int) -> list[int]:
     return found
 
 
-def test_cli_ask_answers_and_leaves_no_server(story_store: Path) -> None:
-    env = {**os.environ, "MINDSCAPE_LLM_BACKEND": "local"}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mindscape.cli",
-            "ask",
-            "Who crept into the bakery one winter night?",
-            "--store",
-            str(story_store),
-            "--preset",
-            "naive",
-            "--json",
-        ],
+def _cli_ask(question: str, store: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """`mindscape ask QUESTION --store STORE --preset naive --json` as a child process."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "mindscape.cli", "ask", question, "--store", str(store)]
+        + ["--preset", "naive", "--json"],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def test_cli_ask_answers_and_leaves_no_server(story_store: Path) -> None:
+    env = {**os.environ, "MINDSCAPE_LLM_BACKEND": "local"}
+    proc = _cli_ask("Who crept into the bakery one winter night?", story_store, env)
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
     result = json.loads(out)
@@ -236,28 +231,7 @@ def test_four_concurrent_asks_share_one_model(deps, story_store: Path) -> None: 
     expected = [_ask(deps, story_store, "naive", question=q)["answer"] for q in questions]
     srv.stop_all()  # this process's server goes; the four start and share their own
     env = {**os.environ, "MINDSCAPE_LLM_BACKEND": "local"}
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mindscape.cli",
-                "ask",
-                questions[n % 2],
-                "--store",
-                str(story_store),
-                "--preset",
-                "naive",
-                "--json",
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for n in range(4)
-    ]
+    procs = [_cli_ask(questions[n % 2], story_store, env) for n in range(4)]
     most, seen = 0, set()
     while any(p.poll() is None for p in procs):
         alive = _all_servers()
