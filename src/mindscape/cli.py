@@ -11,9 +11,9 @@ import argparse
 import importlib
 import os
 import sys
-import traceback
 
 from mindscape import __version__
+from mindscape.commands.common import report_error
 from mindscape.errors import MindscapeError
 
 COMMANDS = ("index", "ask", "eval", "demo", "model")
@@ -54,10 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except MindscapeError as exc:
-        if args.debug or os.environ.get("MINDSCAPE_DEBUG") == "1":
-            traceback.print_exc()
-        print(f"mindscape: error: {exc}", file=sys.stderr)
-        return 2
+        return report_error(exc, args)
     except KeyboardInterrupt:
         print("mindscape: interrupted; finished work is cached, rerun to resume", file=sys.stderr)
         return 130

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import traceback
 import uuid
 from typing import TYPE_CHECKING, Any, cast
 
-from mindscape.commands.common import add_model_options, add_store_option, settings_from_args
+from mindscape.commands.common import (
+    add_model_options,
+    add_store_option,
+    report_error,
+    settings_from_args,
+)
 from mindscape.errors import MindscapeError, StoreError
 from mindscape.presets import PRESET_NAMES
 from mindscape.reasoners.base import LLM_ROLES
@@ -145,10 +148,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         out = _ask(args)
     except (MindscapeError, ValueError) as exc:
-        if getattr(args, "debug", False) or os.environ.get("MINDSCAPE_DEBUG") == "1":
-            traceback.print_exc()
-        sys.stderr.write(f"mindscape: error: {exc}\n")
-        return 2
+        return report_error(exc, args)
     sys.stdout.write(
         (json.dumps(result_json(out), ensure_ascii=False) if args.json else render_text(out)) + "\n"
     )

@@ -5,11 +5,21 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from typing import Any
 
 DEFAULT_STORE = ".mindscape/store"
 LLM_CHOICES = ["auto", "local", "openai", "extractive"]
 """The `--llm` choices (the LLM backends, `mindscape.llm.settings.BACKENDS`)."""
+
+
+def report_error(exc: BaseException, args: argparse.Namespace) -> int:
+    """A user error as one line on stderr, with the traceback behind it under ``--debug`` (or
+    ``MINDSCAPE_DEBUG=1``); the exit code, 2."""
+    if getattr(args, "debug", False) or os.environ.get("MINDSCAPE_DEBUG") == "1":
+        traceback.print_exception(exc)
+    print(f"mindscape: error: {exc}", file=sys.stderr)
+    return 2
 
 
 def add_store_option(p: argparse.ArgumentParser) -> None:

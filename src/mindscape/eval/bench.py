@@ -13,7 +13,6 @@ the text); both keep an explicit allow-list of fields, so new gold fields can't 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
@@ -234,12 +233,10 @@ def _question_from_row(row: Mapping[str, Any]) -> BenchQuestion:
 def documents_key(docs: Iterable[BenchDocument]) -> str:
     """A short hash of documents' ids and texts, the cache key of a store that pools them: a
     bench folder whose dataset has the same name but other stories gets another store."""
-    h = hashlib.sha256()
-    for d in sorted(docs, key=lambda d: d.doc_id):
-        h.update(d.doc_id.encode())
-        h.update(b"\0")
-        h.update(hashlib.sha256(d.text.encode()).digest())
-    return h.hexdigest()[:10]
+    from mindscape.memory.cache import content_key
+
+    ordered = sorted(docs, key=lambda d: d.doc_id)
+    return content_key(*(part for d in ordered for part in (d.doc_id, d.text)))[:10]
 
 
 def load_documents(

@@ -74,9 +74,11 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def _is_connection_error(exc: BaseException | None) -> bool:
+    """The endpoint could not be reached (the OpenAI SDK's or langchain-core's error)."""
     import openai
+    from langchain_core.exceptions import ModelConnectionError
 
-    return isinstance(exc, openai.APIConnectionError) or "Connection" in type(exc).__name__
+    return isinstance(exc, (openai.APIConnectionError, ModelConnectionError))
 
 
 def _failure(exc: BaseException) -> str:

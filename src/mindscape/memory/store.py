@@ -99,23 +99,21 @@ class MemoryStore:
                 f"from the cache)"
             )
         try:
-            for layer in LAYERS:
-                expected = sum(int((d.get("layers") or {}).get(layer, 0)) for d in docs)
-                found = int(self.collection(layer).count())
-                if found != expected:
-                    raise StoreError(
-                        f"the store {self.path} is damaged: layer {layer} holds {found} units "
-                        f"where its documents list {expected}; index the book again "
-                        f"(`mindscape index BOOK --store {self.path}` rebuilds what is missing)"
-                    )
-        except StoreError:
-            raise
+            found = {layer: int(self.collection(layer).count()) for layer in LAYERS}
         except Exception as exc:  # noqa: BLE001 - chroma raises many types for a broken folder
             raise StoreError(
                 f"the store {self.path} is damaged: its vectors cannot be read "
                 f"({type(exc).__name__}); move chroma/ aside and index the book again "
                 f"(`mindscape index BOOK --store {self.path}`)"
             ) from exc
+        for layer in LAYERS:
+            expected = sum(int((d.get("layers") or {}).get(layer, 0)) for d in docs)
+            if found[layer] != expected:
+                raise StoreError(
+                    f"the store {self.path} is damaged: layer {layer} holds {found[layer]} "
+                    f"units where its documents list {expected}; index the book again "
+                    f"(`mindscape index BOOK --store {self.path}` rebuilds what is missing)"
+                )
 
     # -- chroma -------------------------------------------------------------------
     @property
