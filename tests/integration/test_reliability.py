@@ -148,3 +148,52 @@ def test_the_api_key_never_leaves_the_request(
     assert rc == 2 and server.base_url in failed.err
     for text in (ok.out, ok.err, failed.out, failed.err, caplog.text):
         assert secret not in text and "S3CRET" not in text
+
+
+# A child that reads a text file as `mindscape index` does and streams its chunks, counting
+# them without keeping them; it prints its peak RSS after reading and after chunking.
+_CHUNK_CHILD = r"""
+import json, resource, sys
+from pathlib import Path
+from mindscape.memory.chunking import iter_chunks
+from mindscape.sources import read_text_file
+from mindscape.tokens import default_counter
+
+def peak():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+doc = read_text_file(Path(sys.argv[1]))
+counter = default_counter()
+counter.count("warm up the encoder")
+after_read, seen, chunks = peak(), [], 0
+for c in iter_chunks(doc.text, counter, 128, 16, on_progress=seen.append):
+    chunks += 1
+print(json.dumps({"after_read": after_read, "after_chunk": peak(), "chunks": chunks,
+                  "progress": sum(seen), "chars": len(doc.text), "updates": len(seen)}))
+"""
+
+
+def test_a_50mb_book_is_chunked_in_bounded_memory(tmp_path: Path) -> None:
+    """The 50 MB row: the chunker streams the book a block at a time, so its working memory
+    stays far below the book's size, and reports its progress block by block. (The whole
+    index of a 50 MB book, peak RSS included, is measured by benchmarks/index_memory.py.)"""
+    import json
+    import subprocess
+    import sys
+
+    from tests.integration.conftest import STORY
+
+    story = STORY.read_text()
+    path = tmp_path / "big.txt"
+    with path.open("w") as f:
+        for i in range(50_000_000 // len(story) + 1):
+            f.write(story.replace("Cinderella", f"Cinderella {i}") + "\n\n")
+    assert path.stat().st_size >= 50_000_000
+    out = subprocess.run(
+        [sys.executable, "-c", _CHUNK_CHILD, str(path)], capture_output=True, text=True, check=True
+    )
+    got = json.loads(out.stdout)
+    assert got["progress"] == got["chars"] and got["updates"] >= 40
+    assert got["chunks"] > 50_000_000 / 2_000  # chunks of ~128 tokens, not one per block
+    grew = got["after_chunk"] - got["after_read"]
+    assert grew < 64, f"chunking a 50 MB book took {grew} MB more than reading it"

@@ -7,7 +7,7 @@ import pytest
 
 from mindscape.errors import InputError
 from mindscape.memory.cache import IndexCache, content_key
-from mindscape.memory.chunking import chunk_text
+from mindscape.memory.chunking import chunk_text, iter_chunks
 from mindscape.memory.cluster import ClusterParams, soft_clusters
 from mindscape.memory.outline import detect_sections, resolve_anchor
 from mindscape.memory.sentence_split import split_sentences
@@ -73,6 +73,35 @@ def test_a_sentence_longer_than_the_chunk_is_cut():
     assert len(chunks) >= 10
     assert all(c.tokens <= 50 for c in chunks)
     assert "".join(c.text.replace(" ", "") for c in chunks) == text.replace(" ", "")
+
+
+def _shape(chunks):
+    return [(c.index, c.char_start, c.char_end, c.tokens, c.sentences) for c in chunks]
+
+
+@pytest.mark.parametrize("block", [97, 500, 4096])
+def test_streamed_chunks_do_not_depend_on_the_block_size(story, block):
+    """Blocks cut sentences, words and blank lines anywhere; the chunks stay the whole-text ones."""
+    text = story + "\n\n" + " ".join(["word"] * 400) + ".\n\n\n  Mr. Quill left. The end!"
+    counter = default_counter()
+    whole = chunk_text(text, counter, 64, 12)  # one block: the text's own sentences
+    read = []
+    streamed = list(iter_chunks(text, counter, 64, 12, block_chars=block, on_progress=read.append))
+    assert _shape(streamed) == _shape(whole)
+    assert sum(read) == len(text)  # progress accounts for every character once
+
+
+def test_a_text_without_sentence_ends_still_streams():
+    text = " ".join(f"w{i}" for i in range(3000))
+    counter = default_counter()
+    assert _shape(iter_chunks(text, counter, 50, 0, block_chars=256)) == _shape(
+        chunk_text(text, counter, 50, 0)
+    )
+
+
+def test_long_texts_are_counted_in_blocks_to_the_same_total(story):
+    counter = default_counter()
+    assert counter.count_long(story * 3, block=1000) == counter.count(story * 3)
 
 
 def test_chunker_rejects_bad_parameters():

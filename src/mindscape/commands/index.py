@@ -104,7 +104,11 @@ def run_index(args: argparse.Namespace) -> int:
             r = indexer.index(d.doc_id, d.text, title=d.title)
         reports.append(r)
         if not args.json:
-            what = "unchanged, skipped" if r.skipped else f"{r.seconds:.1f}s"
+            what = (
+                "unchanged, skipped"
+                if r.skipped
+                else f"{r.seconds:.1f}s, peak memory {r.peak_rss_mb} MB"
+            )
             layers = ", ".join(f"{k} {v}" for k, v in r.layers.items())
             print(
                 f"[{n}/{len(docs)}] {d.doc_id}: {r.tokens} tokens; {layers} ({what})",

@@ -1,16 +1,25 @@
-"""Sentence-aware chunking by cl100k tokens.
+"""Sentence-aware chunking by cl100k tokens, streamed over the text.
 
 Chunks are exact slices of the source (`text[char_start:char_end]`), built from whole
 sentences up to `size` tokens; consecutive chunks share up to `overlap` tokens of whole
 trailing sentences. A sentence longer than `size` is cut at word boundaries.
+
+:func:`iter_chunks` reads the text one block at a time: it splits a block into sentences, keeps
+the last (perhaps unfinished) sentence for the next block, and emits a chunk as soon as the
+sentences after it decide where it ends. Memory stays bounded by the block size, not by the
+book, and the chunks are the same whatever the block size (a unit test checks this).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from mindscape.memory.sentence_split import Span, split_sentences
 from mindscape.tokens import TokenCounter
+
+BLOCK_CHARS = 1 << 20
+"""Characters read per block. A sentence never spans more than a block and its carry."""
 
 
 @dataclass
@@ -32,30 +41,80 @@ class Chunk:
 
 def chunk_text(text: str, counter: TokenCounter, size: int = 128, overlap: int = 16) -> list[Chunk]:
     """Split `text` into sentence-aligned chunks of at most `size` tokens."""
+    return list(iter_chunks(text, counter, size, overlap))
+
+
+def iter_chunks(
+    text: str,
+    counter: TokenCounter,
+    size: int = 128,
+    overlap: int = 16,
+    *,
+    block_chars: int = BLOCK_CHARS,
+    on_progress: Callable[[int], None] | None = None,
+) -> Iterator[Chunk]:
+    """The chunks of `text`, in order, produced block by block (see the module docstring).
+
+    `on_progress(n)` is told how many more characters have been read after each block.
+    """
     if size <= 0:
         raise ValueError("chunk size must be positive")
     if not 0 <= overlap < size:
         raise ValueError("overlap must be in [0, size)")
-    sents = _fit_sentences(text, split_sentences(text), counter, size)
-    counts = counter.count_many([text[s:e] for s, e in sents])
-    chunks: list[Chunk] = []
-    i = 0
-    while i < len(sents):
-        j, total = i, 0
-        while j < len(sents) and (j == i or total + counts[j] <= size):
-            total += counts[j]
-            j += 1
-        s = sents[i][0]
-        n = counter.count(text[s : sents[j - 1][1]])
-        while n > size and j - 1 > i:  # joined text tokenises a little differently
-            j -= 1
-            n = counter.count(text[s : sents[j - 1][1]])
-        e = sents[j - 1][1]
-        chunks.append(Chunk(len(chunks), text[s:e], s, e, n, list(sents[i:j])))
-        if j >= len(sents):
-            break
-        i = _overlap_start(i, j, counts, overlap)
-    return chunks
+    packer = _Packer(text, counter, size, overlap)
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + block_chars)
+        spans = split_sentences(text, start, end)
+        last = end == len(text)
+        if not last and len(spans) > 1:  # the last sentence may go on in the next block
+            spans, end = spans[:-1], spans[-1][0]
+        elif not last and len(spans) == 1 and end - start < 4 * block_chars:
+            end = start  # one sentence so far: read a larger block before deciding
+            block_chars *= 2
+            continue
+        yield from packer.add(*_fit_sentences(text, spans, counter, size), final=last)
+        if on_progress is not None:
+            on_progress(end - start)
+        start = end
+
+
+class _Packer:
+    """Packs sentences into chunks greedily; a chunk is emitted once its end is decided."""
+
+    def __init__(self, text: str, counter: TokenCounter, size: int, overlap: int) -> None:
+        self.text, self.counter, self.size, self.overlap = text, counter, size, overlap
+        self.sents: list[Span] = []
+        self.counts: list[int] = []
+        self.emitted = 0
+
+    def add(self, spans: list[Span], counts: list[int], *, final: bool) -> Iterator[Chunk]:
+        """The chunks whose end these sentences decide (all that remain when `final`)."""
+        text = self.text
+        self.sents += spans
+        self.counts += counts
+        sents, counts = self.sents, self.counts
+        i = 0
+        while i < len(sents):
+            j, total = i, 0
+            while j < len(sents) and (j == i or total + counts[j] <= self.size):
+                total += counts[j]
+                j += 1
+            if j >= len(sents) and not final:
+                break  # more sentences may still fit: wait for the next block
+            s = sents[i][0]
+            n = self.counter.count(text[s : sents[j - 1][1]])
+            while n > self.size and j - 1 > i:  # joined text tokenises a little differently
+                j -= 1
+                n = self.counter.count(text[s : sents[j - 1][1]])
+            e = sents[j - 1][1]
+            yield Chunk(self.emitted, text[s:e], s, e, n, list(sents[i:j]))
+            self.emitted += 1
+            if j >= len(sents):
+                i = len(sents)
+                break
+            i = _overlap_start(i, j, counts, self.overlap)
+        del self.sents[:i], self.counts[:i]
 
 
 def _overlap_start(i: int, j: int, counts: list[int], overlap: int) -> int:
@@ -67,17 +126,22 @@ def _overlap_start(i: int, j: int, counts: list[int], overlap: int) -> int:
     return k
 
 
-def _fit_sentences(text: str, spans: list[Span], counter: TokenCounter, size: int) -> list[Span]:
-    """Cut sentences longer than `size` tokens into pieces of at most `size` tokens."""
+def _fit_sentences(
+    text: str, spans: list[Span], counter: TokenCounter, size: int
+) -> tuple[list[Span], list[int]]:
+    """The sentences with their token counts, those longer than `size` tokens cut into
+    pieces of at most `size` tokens."""
     out: list[Span] = []
+    out_counts: list[int] = []
     counts = counter.count_many([text[s:e] for s, e in spans])
     for (s, e), n in zip(spans, counts, strict=True):
         if n <= size:
             out.append((s, e))
+            out_counts.append(n)
             continue
         starts = counter.token_starts(text[s:e])
         cuts = [s + starts[k] for k in range(size, len(starts), size)]
-        for a, b in zip([s, *cuts], [*cuts, e], strict=True):
-            if text[a:b].strip():
-                out.append((a, b))
-    return out
+        pieces = [(a, b) for a, b in zip([s, *cuts], [*cuts, e], strict=True) if text[a:b].strip()]
+        out += pieces
+        out_counts += counter.count_many([text[a:b] for a, b in pieces])
+    return out, out_counts

@@ -9,7 +9,7 @@ committed as it is produced, so an interrupted run keeps what it embedded.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,31 +55,44 @@ class EmbedCache:
         emb = embedder
         self.dim = emb.dimension if isinstance(emb, FlagEmbedder) else len(emb.embed_query("x"))
 
-    def chunks(self, chunks: list[Chunk], desc: str) -> list[np.ndarray]:
-        """Per chunk: an array whose row 0 is the chunk's vector and the rest its sentences'."""
-        cache = self.store.cache
-        keys = [content_key(self.emb_id, "chunk+sentences", c.text) for c in chunks]
-        got = cache.get_arrays("emb", keys, self.dim) if keys else {}
-        todo = [i for i, k in enumerate(keys) if k not in got]
-        self.stats.cached += len(chunks) - len(todo)
-        if todo:
-            bar = self.bar(None, desc, total=len(todo))
-
-            def save(rows: list[int], vecs: np.ndarray, sent_vecs: list[np.ndarray]) -> None:
-                fresh = {
-                    keys[todo[r]]: np.vstack([vecs[j : j + 1], sent_vecs[j]])
-                    for j, r in enumerate(rows)
-                }
-                cache.put_arrays("emb", fresh)  # committed now: a killed run keeps this batch
-                got.update(fresh)
-                self.stats.embedded += len(rows)
-                if bar is not None:
-                    bar.update(len(rows))
-
-            self._encode_with_sentences([chunks[i] for i in todo], save)
+    def chunks(self, chunks: list[Chunk], desc: str, window: int = 4096) -> Iterator[np.ndarray]:
+        """Per chunk, in order: an array whose row 0 is the chunk's vector and the rest its
+        sentences'. Produced `window` chunks at a time, so a long book never holds every
+        chunk's array at once."""
+        bar = None
+        for w in range(0, len(chunks), window):
+            part = chunks[w : w + window]
+            keys = [content_key(self.emb_id, "chunk+sentences", c.text) for c in part]
+            got = self.store.cache.get_arrays("emb", keys, self.dim)
+            todo = [i for i, k in enumerate(keys) if k not in got]
+            self.stats.cached += len(part) - len(todo)
+            if todo and bar is None:
+                bar = self.bar(None, desc, total=len(chunks) - w)
+            if todo:
+                self._embed_missing([part[i] for i in todo], [keys[i] for i in todo], got, bar)
             if bar is not None:
-                bar.close()
-        return [got[k] for k in keys]
+                bar.update(len(part) - len(todo))
+            yield from (got[k] for k in keys)
+        if bar is not None:
+            bar.close()
+
+    def _embed_missing(
+        self, chunks: list[Chunk], keys: list[str], got: dict[str, np.ndarray], bar: Any
+    ) -> None:
+        """Embed `chunks` with their sentences into `got`, committing each batch to the cache."""
+
+        def save(rows: list[int], vecs: np.ndarray, sent_vecs: list[np.ndarray]) -> None:
+            fresh = {
+                keys[r]: np.vstack([vecs[j : j + 1], sent_vecs[j]]) for j, r in enumerate(rows)
+            }
+            # committed now: a killed run keeps this batch
+            self.store.cache.put_arrays("emb", fresh)
+            got.update(fresh)
+            self.stats.embedded += len(rows)
+            if bar is not None:
+                bar.update(len(rows))
+
+        self._encode_with_sentences(chunks, save)
 
     def _encode_with_sentences(self, chunks: list[Chunk], on_batch: Any) -> None:
         t = time.perf_counter()

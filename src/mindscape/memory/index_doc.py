@@ -47,33 +47,36 @@ def doc_text(
     doc_id: str,
     text: str,
     chunks: list[Chunk],
-    arrays: list[np.ndarray],
+    arrays: Iterable[np.ndarray],
     dim: int,
     counter: TokenCounter,
-) -> DocText:
-    """The document with its sentence bank, deduplicated across overlapping chunks.
+) -> tuple[DocText, np.ndarray]:
+    """The document with its sentence bank (deduplicated across overlapping chunks), and
+    the chunk vectors.
 
-    ``arrays[i]`` is chunk i's embedding pass: row 0 the chunk, then its sentences.
+    ``arrays`` yields chunk i's embedding pass in order: row 0 the chunk, then its sentences.
+    It is read once, so the arrays of a long book need not all be in memory together.
     """
     sid_of: dict[tuple[int, int], int] = {}
     texts: list[str] = []
-    vecs: list[np.ndarray] = []
+    most = sum(len(c.sentences) for c in chunks)
+    matrix = np.zeros((most, dim), np.float32)
+    chunk_vecs = np.zeros((len(chunks), dim), np.float32)
     chunk_sents: list[list[int]] = []
     for c, arr in zip(chunks, arrays, strict=True):
+        chunk_vecs[c.index] = arr[0]
         ids = []
         for j, span in enumerate(c.sentences):
             if span not in sid_of:
                 sid_of[span] = len(texts)
+                matrix[len(texts)] = arr[1 + j]
                 texts.append(text[span[0] : span[1]])
-                vecs.append(arr[1 + j])
             ids.append(sid_of[span])
         chunk_sents.append(ids)
     tokens = np.asarray(counter.count_many(texts) if texts else [], dtype=np.int64)
-    matrix = np.vstack(vecs).astype(np.float32) if vecs else np.zeros((0, dim), np.float32)
     chunk_ids = [f"{doc_id}:c{c.index}" for c in chunks]
-    return DocText(
-        doc_id, text, chunks, chunk_ids, chunk_sents, SentenceBank(texts, tokens, matrix)
-    )
+    bank = SentenceBank(texts, tokens, matrix[: len(texts)])
+    return DocText(doc_id, text, chunks, chunk_ids, chunk_sents, bank), chunk_vecs
 
 
 class Summarizer:

@@ -24,7 +24,7 @@ from langchain_core.embeddings import Embeddings
 
 from mindscape.embeddings import embedder_id
 from mindscape.memory.cache import content_key
-from mindscape.memory.chunking import Chunk, chunk_text
+from mindscape.memory.chunking import BLOCK_CHARS, Chunk, iter_chunks
 from mindscape.memory.cluster import ClusterParams
 from mindscape.memory.embed_cache import EmbedCache, EmbedStats
 from mindscape.memory.index_doc import DocText, Summarizer, doc_text
@@ -76,6 +76,8 @@ class IndexReport:
     """Texts whose embedding came from the cache."""
     embed_seconds: float = 0.0
     """Time spent inside the embedding model."""
+    peak_rss_mb: int = 0
+    """The process's peak resident memory so far, in MB (0 where the OS does not say)."""
 
 
 class Indexer:
@@ -132,8 +134,9 @@ class Indexer:
         with self._stage(report, "write"):
             self.store.upsert(units, vecs)
         report.layers = {layer: sum(u.layer == layer for u in units) for layer in LAYERS}
-        report.tokens = self.counter.count(text)
+        report.tokens = self.counter.count_long(text)
         report.seconds = time.perf_counter() - t0
+        report.peak_rss_mb = peak_rss_mb()
         self.store.cache.set_doc(
             doc_id,
             content_hash,
@@ -160,13 +163,23 @@ class Indexer:
     def _stage(self, report: IndexReport, name: str) -> _Timer:
         return _Timer(report.stage_seconds, name)
 
-    def _bar(self, iterable: Iterable[Any] | None, desc: str, total: int | None = None) -> Any:
+    def _bar(
+        self, iterable: Iterable[Any] | None, desc: str, total: int | None = None, unit: str = "it"
+    ) -> Any:
         """A progress bar over `iterable` (or a manual one for None); the iterable itself when quiet."""
         if not self.progress:
             return iterable
         from tqdm import tqdm
 
-        return tqdm(iterable, desc=desc, total=total, file=sys.stderr, leave=False, unit="it")
+        return tqdm(
+            iterable,
+            desc=desc,
+            total=total,
+            file=sys.stderr,
+            leave=False,
+            unit=unit,
+            unit_scale=unit != "it",
+        )
 
 
 def veridical_units(
@@ -195,6 +208,16 @@ def veridical_units(
         )
         for cid, c in zip(doc.chunk_ids, chunks, strict=True)
     ]
+
+
+def peak_rss_mb() -> int:
+    """This process's peak resident set size in MB (0 where `resource` is missing)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak // (1 << 20) if sys.platform == "darwin" else peak // 1024)
 
 
 def is_current(store: MemoryStore, doc_id: str, text: str, fingerprint: str) -> bool:
@@ -229,19 +252,28 @@ class _DocRun:
         self.stats = EmbedStats()
         self.embed = EmbedCache(ix.store, ix.embedder, ix.emb_id, self.stats, ix._bar)
 
+    def chunks(self) -> list[Chunk]:
+        """The document's chunks, streamed block by block (a progress bar for long texts)."""
+        cfg, text = self.cfg, self.text
+        long_text = len(text) > 4 * BLOCK_CHARS
+        bar = self.ix._bar(None, f"{self.doc_id} · chunk", len(text), "char") if long_text else None
+        tick = bar.update if bar is not None else None
+        chunks = list(
+            iter_chunks(text, self.ix.counter, cfg.chunk_size, cfg.chunk_overlap, on_progress=tick)
+        )
+        if bar is not None:
+            bar.close()
+        return chunks
+
     def build(self) -> tuple[list[Unit], np.ndarray]:
         ix, cfg, bar = self.ix, self.cfg, self.ix._bar
         with ix._stage(self.report, "chunk"):
-            chunks = chunk_text(self.text, ix.counter, cfg.chunk_size, cfg.chunk_overlap)
+            chunks = self.chunks()
         with ix._stage(self.report, "embed_chunks"):
             arrays = self.embed.chunks(chunks, f"{self.doc_id} · embed chunks")
-            dim = self.embed.dim
-            chunk_vecs = (
-                np.vstack([a[0] for a in arrays]).astype(np.float32)
-                if chunks
-                else np.zeros((0, dim), np.float32)
+            doc, chunk_vecs = doc_text(
+                self.doc_id, self.text, chunks, arrays, self.embed.dim, ix.counter
             )
-            doc = doc_text(self.doc_id, self.text, chunks, arrays, dim, ix.counter)
         summarize = Summarizer(doc, ix.llm, ix.counter)
         with ix._stage(self.report, "episodic"):
             episodic, window_of = episodic_units(
