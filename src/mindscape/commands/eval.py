@@ -37,6 +37,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--index-only", action="store_true", help="build the stores, answer nothing")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the LLM calls, tokens and seconds the run would take, then stop "
+        "(no model is called, nothing is written)",
+    )
+    p.add_argument(
         "--llm",
         choices=LLM_CHOICES,
         default=None,
@@ -68,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     from mindscape.llm import LLMSettings
 
     llm = LLMSettings.from_env().resolved()
+    if args.estimate:
+        return _estimate(args, presets, llm.backend)
     out = Path(args.out or f"runs/eval/{args.dataset}-{args.split}")
     settings = EvalSettings(
         bench=Path(args.bench),
@@ -93,6 +101,34 @@ def run(args: argparse.Namespace) -> int:
         return 0
     report = run_eval(settings)
     print(json.dumps({"out": str(out), "groups": report.get("groups", report)}, default=str)[:4000])
+    return 0
+
+
+def _estimate(args: argparse.Namespace, presets: list[str], backend: str) -> int:
+    """`eval --estimate`: per preset, the least and the most the answers would cost."""
+    from mindscape.estimate import eval_cost
+    from mindscape.eval.bench import load_questions
+
+    qs = load_questions(args.bench, args.dataset, args.split, args.limit)
+    asked = [(q.question, q.options) for q in qs]
+    rows = {}
+    for preset in presets:
+        if backend == "extractive":
+            rows[preset] = {"calls": [0, 0], "tokens_in": [0, 0], "seconds_local": [0, 0]}
+            continue
+        least, most = eval_cost(asked, preset, local=backend == "local")
+        rows[preset] = {
+            "calls": [least.calls, most.calls],
+            "tokens_in": [least.tokens_in, most.tokens_in],
+            "tokens_out": [least.tokens_out, most.tokens_out],
+            "seconds_local": [round(least.seconds()), round(most.seconds())],
+        }
+    print(
+        json.dumps(
+            {"backend": backend, "questions": len(qs), "presets": rows, "range": "least, most"},
+            indent=2,
+        )
+    )
     return 0
 
 

@@ -6,7 +6,13 @@ import argparse
 import json
 import sys
 
-from mindscape.commands.common import add_model_options, add_store_option, llm_from_args, warn
+from mindscape.commands.common import (
+    add_model_options,
+    add_store_option,
+    llm_from_args,
+    settings_from_args,
+    warn,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -47,6 +53,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print the per-document reports and store summary as JSON",
     )
+    p.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the LLM calls, tokens and seconds indexing would take with the configured "
+        "backend, then stop (no model is called, nothing is written)",
+    )
     add_model_options(p)
     p.add_argument(
         "--index-llm",
@@ -73,6 +85,8 @@ def run_index(args: argparse.Namespace) -> int:
     for d in docs:
         for w in d.warnings:
             warn(w)
+    if args.estimate:
+        return _estimate(args, docs)
 
     from mindscape.embeddings import load_embedder, spec_model_id
     from mindscape.memory.indexer import IndexConfig, Indexer, IndexReport, is_current
@@ -119,6 +133,45 @@ def run_index(args: argparse.Namespace) -> int:
         print(json.dumps({"reports": [asdict(r) for r in reports], **summary}, indent=2))
     else:
         _print_summary(summary)
+    return 0
+
+
+def _estimate(args: argparse.Namespace, docs: list) -> int:
+    """`index --estimate`: the cost of indexing `docs`, with and without an index LLM."""
+    from mindscape.estimate import index_cost
+
+    settings = settings_from_args(args, index_llm=getattr(args, "index_llm", None) or None)
+    settings = settings.resolved()
+    uses_llm = settings.backend == "openai" or (settings.backend == "local" and settings.index_llm)
+    cost, shape = index_cost(
+        ((d.doc_id, d.text) for d in docs),
+        chunk_size=args.chunk_size,
+        overlap=args.overlap,
+        window=args.window,
+    )
+    out = {
+        "backend": settings.backend,
+        "index_llm": uses_llm,
+        "index": shape,
+        "llm": cost.as_dict() if uses_llm else {"calls": 0, "tokens_in": 0, "tokens_out": 0},
+        "llm_if_enabled": cost.as_dict(),
+    }
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(
+        f"{shape['documents']} document(s), {shape['tokens']} tokens → {shape['chunks']} chunks, "
+        f"{shape['sessions']} sessions, {shape['sections']} outline sections"
+    )
+    what = f"{cost.calls} LLM calls, {cost.tokens_in} input + {cost.tokens_out} output tokens, "
+    what += f"~{cost.seconds() / 60:.0f} min at the local model's speed"
+    if uses_llm:
+        print(f"with the {settings.backend} backend: {what}")
+        for part, row in cost.parts.items():
+            print(f"  {part:<9} {row['calls']:>7} calls {row['tokens_in']:>10} tokens in")
+    else:
+        print(f"with the {settings.backend} backend: no LLM calls (extractive summaries)")
+        print(f"with an index LLM (--index-llm or an endpoint) it would be: {what}")
     return 0
 
 

@@ -1,0 +1,190 @@
+"""What an index or an eval would cost, before spending it: LLM calls, tokens and seconds.
+
+Nothing here calls a model or writes a store. The index estimate chunks each document (the
+real, streamed chunker), lays out its windows and sections exactly as the indexer does and
+renders every index prompt's fixed part, so episodic, outline and triple calls are counted
+exactly and their input tokens to within the passages' trimming. Only the semantic tree is
+approximate: its clusters come from the embeddings, so its calls are taken as one per
+:data:`CHUNKS_PER_CLUSTER` chunks (the ratio measured on bench books and the bundled story)
+and its input as every chunk read once more. The eval estimate counts the answer prompt of
+one round (passages at the run's passage budget plus the fixed prompt) and the number of
+rounds the preset allows under its call and token budgets: `naive` makes exactly one call,
+the loop presets between one round and their budget.
+
+Seconds assume the local model's speed on this machine (``MINDSCAPE_PROMPT_TPS``, default
+:data:`PROMPT_TPS` prompt tokens per second; ``MINDSCAPE_OUTPUT_TPS``, default
+:data:`OUTPUT_TPS` generated tokens per second); an endpoint is usually far faster.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mindscape import prompts
+from mindscape.memory.chunking import iter_chunks
+from mindscape.memory.index_doc import DocText
+from mindscape.memory.index_outline import sections
+from mindscape.memory.summarize import SentenceBank
+from mindscape.memory.windows import windows
+from mindscape.prompts import answer as answer_prompt
+from mindscape.prompts import outline as outline_prompt
+from mindscape.prompts import summarize as summary_prompt
+from mindscape.prompts import triples as triples_prompt
+from mindscape.tokens import TokenCounter, default_counter
+
+PROMPT_TPS = 37.0
+"""Prompt tokens per second of the local 1.5B model on this project's 2-core machines."""
+OUTPUT_TPS = 6.0
+"""Generated tokens per second of the local model there."""
+CHUNKS_PER_CLUSTER = 10.0
+"""Chunks per semantic-tree summary, all levels together (bench books: 12.4; the story: 8.5)."""
+SUMMARY_CAP = 6000
+"""Tokens of passages one index summary reads at most (``index_doc.fit_passages``)."""
+TRIPLES_OUT = 150
+"""Output tokens of one triples call (up to 12 short triples as JSON)."""
+
+
+@dataclass
+class Cost:
+    """LLM calls and tokens, by part."""
+
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    parts: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def add(self, part: str, calls: int, tokens_in: int, tokens_out: int) -> None:
+        """Count `calls` calls of one part."""
+        self.calls += calls
+        self.tokens_in += tokens_in
+        self.tokens_out += tokens_out
+        row = self.parts.setdefault(part, {"calls": 0, "tokens_in": 0, "tokens_out": 0})
+        row["calls"] += calls
+        row["tokens_in"] += tokens_in
+        row["tokens_out"] += tokens_out
+
+    def seconds(self) -> float:
+        """Seconds at the local model's speed (see the module docstring)."""
+        ptps = float(os.environ.get("MINDSCAPE_PROMPT_TPS") or PROMPT_TPS)
+        otps = float(os.environ.get("MINDSCAPE_OUTPUT_TPS") or OUTPUT_TPS)
+        return self.tokens_in / ptps + self.tokens_out / otps
+
+    def as_dict(self) -> dict[str, Any]:
+        """The figures, seconds included."""
+        return {**asdict(self), "seconds_local": round(self.seconds(), 1)}
+
+
+def _fixed(counter: TokenCounter, system: str, template: str, **values: object) -> int:
+    """Tokens of a prompt's fixed part: system message and template without its passages."""
+    return counter.count(system) + counter.count(prompts.render(template, **values))
+
+
+def index_cost(
+    docs: Iterable[tuple[str, str]],
+    *,
+    chunk_size: int = 128,
+    overlap: int = 16,
+    window: int = 20,
+    summary_tokens: int = 160,
+    max_section_chunks: int = 40,
+    triples: bool = True,
+    counter: TokenCounter | None = None,
+) -> tuple[Cost, dict[str, int]]:
+    """The LLM cost of indexing `(doc_id, text)` pairs with an LLM, and what the index would
+    hold (chunks, tokens, sessions, outline sections)."""
+    counter = counter or default_counter()
+    cost, shape = Cost(), {"documents": 0, "tokens": 0, "chunks": 0, "sessions": 0, "sections": 0}
+    words = int(summary_tokens * 0.75)
+    fixed_session = _fixed(
+        counter, summary_prompt.SYSTEM, summary_prompt.SESSION, passages="", max_words=words
+    )
+    fixed_cluster = _fixed(
+        counter, summary_prompt.SYSTEM, summary_prompt.CLUSTER, passages="", max_words=words
+    )
+    fixed_triples = _fixed(
+        counter, triples_prompt.SYSTEM, triples_prompt.USER, passage="", max_triples=12
+    )
+    for doc_id, text in docs:
+        chunks = list(iter_chunks(text, counter, chunk_size, overlap))
+        n = len(chunks)
+        toks = [c.tokens for c in chunks]
+        shape["documents"] += 1
+        shape["chunks"] += n
+        shape["tokens"] += counter.count_long(text)
+        wins = windows(n, window)
+        shape["sessions"] += len(wins)
+        cost.add(
+            "episodic",
+            len(wins),
+            sum(fixed_session + min(SUMMARY_CAP, sum(toks[i] for i in w)) for w in wins),
+            len(wins) * summary_tokens,
+        )
+        clusters = max(1, round(n / CHUNKS_PER_CLUSTER)) if n > 2 else 1
+        cost.add(
+            "semantic",
+            clusters,
+            clusters * fixed_cluster + sum(toks) + (clusters - 1) * summary_tokens,
+            clusters * summary_tokens,
+        )
+        bank = SentenceBank([], np.zeros(0, np.int64), np.zeros((0, 1), np.float32))
+        doc = DocText(doc_id, text, chunks, [f"{doc_id}:c{c.index}" for c in chunks], [], bank)
+        secs = [
+            s
+            for s in sections(doc, window=window, max_section_chunks=max_section_chunks)
+            if doc.chunks_in(s.start, s.end)
+        ]
+        shape["sections"] += len(secs)
+        for sec in secs:
+            idx = doc.chunks_in(sec.start, sec.end)
+            body = min(8000, counter.count(text[sec.start : sec.end]))
+            fixed = _fixed(
+                counter,
+                outline_prompt.SYSTEM,
+                outline_prompt.USER,
+                title=sec.title,
+                section="",
+                max_items=max(1, min(8, len(idx) // 4 or 1)),
+            )
+            cost.add("outline", 1, fixed + body, 60 * max(1, min(8, len(idx) // 4 or 1)))
+        if triples:
+            cost.add("triples", n, n * fixed_triples + sum(toks), n * TRIPLES_OUT)
+    return cost, shape
+
+
+def answer_round_tokens(
+    question: str, options: list[str] | None, passage_tokens: int, counter: TokenCounter
+) -> int:
+    """Input tokens of one answer call: the fixed prompt, the question and its options, and
+    passages filling the run's passage budget."""
+    fixed = counter.count(answer_prompt.SYSTEM) + counter.count(answer_prompt.USER)
+    asked = counter.count(question) + sum(counter.count(o) + 2 for o in options or [])
+    return fixed + asked + passage_tokens
+
+
+def eval_cost(
+    questions: Iterable[tuple[str, list[str] | None]], preset: str, *, local: bool
+) -> tuple[Cost, Cost]:
+    """The least and the most a preset's answers to `questions` cost: one answer round each,
+    and every round the preset's round, call and token budgets allow."""
+    from mindscape.context import Context
+
+    ctx = Context.from_preset(preset).resolved()
+    counter = default_counter()
+    cap = ctx.max_tokens
+    if local and ctx.local_max_tokens is not None:
+        cap = min(cap or ctx.local_max_tokens, ctx.local_max_tokens)
+    least, most = Cost(), Cost()
+    for question, options in questions:
+        one = answer_round_tokens(question, options, ctx.llm_passage_tokens or 1000, counter)
+        rounds = ctx.max_rounds or 1
+        if cap:
+            rounds = max(1, min(rounds, cap // (one + 100)))
+        rounds = min(rounds, ctx.max_llm_calls)
+        least.add(preset, 1, one, 100)
+        most.add(preset, rounds, rounds * one, rounds * 100)
+    return least, most

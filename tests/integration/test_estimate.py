@@ -1,0 +1,107 @@
+"""`--estimate`: the cost printed before a run is within 20% of what the run then counts,
+and printing it calls no model and writes no store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mindscape.cli import main
+from mindscape.tokens import default_counter
+from tests.conftest import STORY
+from tests.fake_openai import FakeOpenAIServer, all_text
+
+pytestmark = pytest.mark.integration
+
+
+def _reply(request: dict) -> str:
+    text = all_text(request)
+    if "subject-relation-object" in text:
+        return '{"triples": [["Cinderella", "lost", "a slipper"]]}'
+    if '"items"' in text:
+        return (
+            '{"items": [{"title": "Part", "core": "Cinderella goes to the ball.", "chunks": []}]}'
+        )
+    return "Cinderella, helped by the birds, goes to the ball and the prince finds her."
+
+
+def _endpoint(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
+    monkeypatch.setenv("MINDSCAPE_LLM_BACKEND", "openai")
+    monkeypatch.setenv("MINDSCAPE_LLM_MODEL", "fake-model")
+    monkeypatch.setenv("MINDSCAPE_LLM_BASE_URL", base_url)
+
+
+def _within(estimated: int, counted: int, tolerance: float = 0.2) -> bool:
+    return abs(estimated - counted) <= tolerance * counted
+
+
+def test_index_estimate_matches_an_llm_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    with FakeOpenAIServer(_reply) as server:
+        _endpoint(monkeypatch, server.base_url)
+        assert main(["index", str(STORY), "--store", str(store), "--estimate", "--json"]) == 0
+        estimate = json.loads(capsys.readouterr().out)
+        assert server.requests == [] and not store.exists()  # no call, no store
+        assert main(["index", str(STORY), "--store", str(store), "--quiet"]) == 0
+    counter = default_counter()
+    calls = len(server.requests)
+    tokens_in = sum(counter.count(all_text(r)) for r in server.requests)
+    llm = estimate["llm"]
+    assert estimate["index_llm"] and _within(llm["calls"], calls), (llm["calls"], calls)
+    assert _within(llm["tokens_in"], tokens_in), (llm["tokens_in"], tokens_in)
+    triples = sum("subject-relation-object" in all_text(r) for r in server.requests)
+    assert llm["parts"]["triples"]["calls"] == triples == estimate["index"]["chunks"]
+
+
+def test_index_estimate_offline_says_no_llm_calls(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["index", str(STORY), "--estimate", "--llm", "extractive"]) == 0
+    out = capsys.readouterr().out
+    assert "no LLM calls" in out and "with an index LLM" in out
+
+
+def _mini_bench(root: Path) -> Path:
+    """A bench of one dataset, 'tale': the bundled story and the demo's questions (test)."""
+    questions = json.loads((STORY.parent / "demo.json").read_text())["questions"]
+    bench = root / "bench"
+    (bench / "tale").mkdir(parents=True)
+    splits = {"test": {"documents": 1, "questions": len(questions)}}
+    (bench / "manifest.json").write_text(json.dumps({"datasets": {"tale": {"splits": splits}}}))
+    doc = {"doc_id": "tale-1", "dataset": "tale", "split": "test", "text": STORY.read_text()}
+    (bench / "tale" / "documents.jsonl").write_text(json.dumps(doc) + "\n")
+    rows = [
+        {
+            "qid": f"tale-q{i}",
+            "dataset": "tale",
+            "split": "test",
+            "doc_id": "tale-1",
+            "task": "open_qa",
+            "question": q,
+            "answers": ["x"],
+        }
+        for i, q in enumerate(questions)
+    ]
+    (bench / "tale" / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return bench
+
+
+def test_eval_estimate_matches_a_naive_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = _mini_bench(tmp_path)
+    answer = '{"quote": "", "answer": "the prince", "sufficient": true}'
+    common = ["eval", "--bench", str(bench), "--dataset", "tale", "--split", "test"]
+    common += ["--preset", "naive", "--quiet", "--stores", str(tmp_path / "stores")]
+    with FakeOpenAIServer(lambda request: answer) as server:
+        _endpoint(monkeypatch, server.base_url)
+        assert main([*common, "--estimate"]) == 0
+        estimate = json.loads(capsys.readouterr().out)["presets"]["naive"]
+        assert server.requests == [] and not (tmp_path / "stores").exists()
+        assert main([*common, "--out", str(tmp_path / "out")]) == 0
+    counter = default_counter()
+    tokens_in = sum(counter.count(all_text(r)) for r in server.requests)
+    assert estimate["calls"] == [len(server.requests)] * 2
+    assert _within(estimate["tokens_in"][0], tokens_in), (estimate["tokens_in"], tokens_in)
