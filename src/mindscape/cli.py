@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
 
@@ -25,6 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mindscape",
         description="Question answering over very long narratives: index a book into a layered "
         "memory, then ask questions with the LangGraph agent.",
+        epilog="examples:\n  mindscape demo\n  mindscape index book.txt --store runs/book\n"
+        '  mindscape ask "Who finds the slipper?" --store runs/book\n'
+        "  mindscape COMMAND --help",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"mindscape {__version__}")
     parser.add_argument(
@@ -51,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = build_parser().parse_args(argv)
+    if getattr(args, "quiet", False):  # notices are log warnings; errors still print
+        logging.getLogger("mindscape").setLevel(logging.ERROR)
     try:
         return int(args.func(args) or 0)
     except MindscapeError as exc:

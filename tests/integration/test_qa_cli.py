@@ -132,3 +132,19 @@ def test_registered_in_the_cli(qa_store: Path, capsys: pytest.CaptureFixture[str
         ["ask", Q, "--store", str(qa_store), "--preset", "naive", "--json", "--llm", "extractive"]
     )
     assert rc == 0 and json.loads(capsys.readouterr().out)["answer"]
+
+
+def test_demo_json_quiet_prints_only_answers(tmp_path, capsys):
+    """`demo --json --quiet`: one JSON object per question on stdout, no bars or notices."""
+    import json as _json
+
+    from mindscape.cli import main as cli_main
+
+    rc = cli_main(
+        ["demo", "--llm", "extractive", "--json", "--quiet", "--store", str(tmp_path / "s")]
+    )
+    captured = capsys.readouterr()
+    rows = [_json.loads(line) for line in captured.out.splitlines()]
+    assert rc == 0 and len(rows) == 4
+    assert all(r["answer"] and r["question"].endswith("?") for r in rows)
+    assert captured.err == ""

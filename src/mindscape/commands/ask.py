@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mindscape.commands.common import (
     add_model_options,
+    add_quiet_option,
     add_store_option,
+    examples,
     report_error,
     settings_from_args,
 )
@@ -41,6 +43,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="answer a question about an indexed book",
         description="Answer a question with the LangGraph agent: signature, tri-layer retrieval, "
         "evidence memory, and refinement until it can answer or a budget runs out.",
+        **examples(
+            'mindscape ask "Who finds the glass slipper?" --store runs/book',
+            'mindscape ask "Who wins?" --option "the prince" --option "the sisters" --json',
+            'mindscape ask "The sisters are kind." --task claim --preset naive --llm extractive',
+        ),
     )
     p.add_argument("question", help="the question (or, with --task claim, the claim)")
     add_store_option(p)
@@ -85,6 +92,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_model_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--stream", action="store_true", help="show progress events as they happen")
+    add_quiet_option(p)
     p.set_defaults(func=run)
     return p
 

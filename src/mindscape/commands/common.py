@@ -22,6 +22,21 @@ def report_error(exc: BaseException, args: argparse.Namespace) -> int:
     return 2
 
 
+def examples(*lines: str) -> dict[str, Any]:
+    """Keyword arguments for ``add_parser`` that end its ``--help`` with these examples."""
+    return {
+        "epilog": "examples:\n" + "\n".join(f"  {line}" for line in lines),
+        "formatter_class": argparse.RawDescriptionHelpFormatter,
+    }
+
+
+def add_quiet_option(p: argparse.ArgumentParser) -> None:
+    """`--quiet`: no progress bars and no notices; results and errors only."""
+    p.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress bars or notices (errors still show)"
+    )
+
+
 def add_store_option(p: argparse.ArgumentParser) -> None:
     """`--store DIR` (default: $MINDSCAPE_STORE or ./.mindscape/store)."""
     p.add_argument(

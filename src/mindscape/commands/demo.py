@@ -12,14 +12,28 @@ import json
 import time
 from importlib import resources
 
-from mindscape.commands.common import add_model_options, add_store_option, settings_from_args
+from mindscape.commands.common import (
+    add_model_options,
+    add_quiet_option,
+    add_store_option,
+    examples,
+    settings_from_args,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register `demo`."""
-    p = sub.add_parser("demo", help="index the bundled story and query it, fully offline")
+    p = sub.add_parser(
+        "demo",
+        help="index the bundled story and query it, fully offline",
+        description="Index the bundled Cinderella story (cached after the first run) and answer "
+        "four questions about it, with the local model when installed, else extractively.",
+        **examples("mindscape demo", "mindscape demo --llm extractive --json --quiet"),
+    )
     add_store_option(p)
     add_model_options(p)
+    add_quiet_option(p)
+    p.add_argument("--json", action="store_true", help="one JSON object per answer (JSON lines)")
     p.add_argument("--preset", default="mindscape", help="default: %(default)s")
     p.set_defaults(func=run, store=None)
     p.add_argument("--top", type=int, default=3, help="passages shown per question")
@@ -27,6 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Index the story (cached after the first run), print the store, then answer the questions."""
+    from mindscape.commands.ask import result_json
     from mindscape.deps import Deps
     from mindscape.embeddings import load_embedder
     from mindscape.graphs.qa import answer_question
@@ -38,17 +53,20 @@ def run(args: argparse.Namespace) -> int:
     text = (data / spec["file"]).read_text()
     path = args.store or ".mindscape/demo-store"
     store = MemoryStore(path)
-    report = Indexer(store, load_embedder()).index(spec["doc_id"], text, title=spec["title"])
+    indexer = Indexer(store, load_embedder(), progress=not args.quiet)
+    report = indexer.index(spec["doc_id"], text, title=spec["title"])
     state = "already indexed" if report.skipped else f"indexed in {report.seconds:.1f}s"
-    print(f"{spec['title']}: {report.tokens} tokens, {state}")
-    print("layers: " + ", ".join(f"{k} {v}" for k, v in store.summary()["layers"].items()))
+    layers = store.summary()["layers"]
     store.close()
     deps = Deps(llm_settings=settings_from_args(args))
     settings = deps.settings()
-    print(
-        f"answering with: {settings.backend}"
-        + (f" ({settings.model_name()})" if settings.backend != "extractive" else "")
-    )
+    if not args.json:
+        print(f"{spec['title']}: {report.tokens} tokens, {state}")
+        print("layers: " + ", ".join(f"{k} {v}" for k, v in layers.items()))
+        print(
+            f"answering with: {settings.backend}"
+            + (f" ({settings.model_name()})" if settings.backend != "extractive" else "")
+        )
     total = 0.0
     for question in spec["questions"]:
         t0 = time.perf_counter()
@@ -60,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
         )
         seconds = time.perf_counter() - t0
         total += seconds
+        if args.json:
+            print(json.dumps({"question": question, **result_json(out), "seconds": seconds}))
+            continue
         print(f"\nQ: {question}")
         print(
             f"A: {out['answer']}   (rounds {out['rounds']}, confidence {out.get('confidence', 0):.2f}, "
@@ -68,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         for item in (out.get("evidence") or [])[: args.top]:
             passage = " ".join(item["text"].split())
             print(f"   [{item['layer']} {', '.join(item['chunk_ids'][:3])}] {passage[:200]}")
-    print(
-        f"\n{len(spec['questions'])} questions in {total:.0f}s ({total / len(spec['questions']):.1f}s per question)"
-    )
+    if not args.json:
+        n = len(spec["questions"])
+        print(f"\n{n} questions in {total:.0f}s ({total / n:.1f}s per question)")
     return 0

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mindscape.commands.common import LLM_CHOICES
+from mindscape.commands.common import LLM_CHOICES, add_quiet_option, examples
 from mindscape.errors import MindscapeError
 
 
@@ -20,6 +20,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="run presets over a bench split and write report.json / report.md / plots",
         description="Evaluate presets on a bench dataset. Per-question results are appended to "
         "OUT/results.jsonl as they finish; a rerun skips what is done.",
+        **examples(
+            "mindscape eval --bench ../shared/bench --dataset quality_leval --split dev "
+            "--preset naive,mindscape --limit 20",
+            "mindscape eval --bench ../shared/bench --dataset fairytaleqa --split test --estimate",
+            "mindscape eval --bench ../shared/bench --dataset nocha_sample --split test --llm "
+            "extractive --json",
+        ),
     )
     p.add_argument("--bench", required=True, help="the bench directory (e.g. ../shared/bench)")
     p.add_argument("--dataset", required=True)
@@ -35,7 +42,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--pooled", action="store_true", help="one store for all documents of the split (series)"
     )
     p.add_argument("--index-only", action="store_true", help="build the stores, answer nothing")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_quiet_option(p)
+    p.add_argument(
+        "--json", action="store_true", help="print the report's figures as one JSON object"
+    )
     p.add_argument(
         "--estimate",
         action="store_true",
@@ -100,7 +110,14 @@ def run(args: argparse.Namespace) -> int:
         prepare(settings)
         return 0
     report = run_eval(settings)
-    print(json.dumps({"out": str(out), "groups": report.get("groups", report)}, default=str)[:4000])
+    groups = report.get("groups", report)
+    if args.json:
+        print(json.dumps({"out": str(out), "groups": groups}, default=str))
+        return 0
+    print(f"report: {out / 'report.md'}")
+    for name, row in groups.items() if isinstance(groups, dict) else []:
+        figures = {k: v for k, v in row.items() if isinstance(v, int | float)}
+        print(f"  {name}: " + ", ".join(f"{k} {v:.3g}" for k, v in list(figures.items())[:8]))
     return 0
 
 

@@ -8,7 +8,9 @@ import sys
 
 from mindscape.commands.common import (
     add_model_options,
+    add_quiet_option,
     add_store_option,
+    examples,
     llm_from_args,
     settings_from_args,
     warn,
@@ -22,6 +24,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="build the layered memory of documents into a store",
         description="Index .txt/.md files and bench documents.jsonl files into a store. "
         "Unchanged documents are skipped; an interrupted run resumes from its cache.",
+        **examples(
+            "mindscape index book.txt --store runs/book",
+            "mindscape index book.txt --estimate            # LLM calls and tokens, nothing run",
+            "mindscape index docs.jsonl --doc-id d1 --doc-id d2 --store runs/series --json",
+        ),
     )
     p.add_argument("files", nargs="+", metavar="FILE", help=".txt, .md or documents.jsonl")
     add_store_option(p)
@@ -47,7 +54,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=20,
         help="chunks per episodic session, W (default %(default)s)",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_quiet_option(p)
     p.add_argument(
         "--json",
         action="store_true",
@@ -69,8 +76,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(func=run_index)
 
-    q = sub.add_parser("inspect", help="print what a store holds")
+    q = sub.add_parser(
+        "inspect",
+        help="print what a store holds",
+        description="Print a store's documents and the units of each layer.",
+        **examples(
+            "mindscape inspect --store runs/book", "mindscape inspect --store runs/book --json"
+        ),
+    )
     add_store_option(q)
+    add_quiet_option(q)
     q.add_argument("--json", action="store_true", help="machine-readable output")
     q.set_defaults(func=run_inspect)
 

