@@ -101,6 +101,8 @@ def test_eval_estimate_matches_a_naive_run(
         estimate = json.loads(capsys.readouterr().out)["presets"]["naive"]
         assert server.requests == [] and not (tmp_path / "stores").exists()
         assert main([*common, "--out", str(tmp_path / "out")]) == 0
+    summary = capsys.readouterr().out
+    assert "report.md" in summary and "naive" in summary and "tale: n 4," in summary
     counter = default_counter()
     tokens_in = sum(counter.count(all_text(r)) for r in server.requests)
     assert estimate["calls"] == [len(server.requests)] * 2

@@ -115,9 +115,13 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"out": str(out), "groups": groups}, default=str))
         return 0
     print(f"report: {out / 'report.md'}")
-    for name, row in groups.items() if isinstance(groups, dict) else []:
-        figures = {k: v for k, v in row.items() if isinstance(v, int | float)}
-        print(f"  {name}: " + ", ".join(f"{k} {v:.3g}" for k, v in list(figures.items())[:8]))
+    from mindscape.eval.report import primary_metric
+
+    for g in groups:
+        name = primary_metric(g)
+        m = (g["metrics"].get(name) or {}) if name else {}
+        figure = f"{name} {m['mean']:.3f}" if m.get("mean") is not None else "no figure"
+        print(f"  {g['preset']:<10} {g['dataset']}: n {g['n']}, {figure}")
     return 0
 
 
