@@ -71,3 +71,16 @@ def test_index_into_a_chroma_server(tmp_path, chroma_url):
     again = MemoryStore(tmp_path / "cache-only", chroma_url=chroma_url)
     assert {layer: again.count(layer) for layer in report.layers} == report.layers
     assert len(again.view("veridical").units) == report.layers["veridical"]
+
+
+def test_two_stores_on_one_chroma_server_keep_their_own_vectors(tmp_path, chroma_url):
+    """Stores share a server, not collections: each is named by its store."""
+    text = STORY.read_text()
+    halves = {"a": text[: len(text) // 2], "b": text[len(text) // 2 :]}
+    stores = {k: MemoryStore(tmp_path / k, chroma_url=chroma_url) for k in halves}
+    for k, store in stores.items():
+        Indexer(store, HashingEmbedder(), progress=False).index(f"doc-{k}", halves[k])
+    for k, store in stores.items():
+        docs = {u.doc_id for u in store.view("veridical").units}
+        assert docs == {f"doc-{k}"}, (k, docs)
+    assert stores["a"].collection_name("veridical") != stores["b"].collection_name("veridical")

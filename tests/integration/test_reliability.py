@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mindscape.cli import main
+from mindscape.errors import StoreError
 
 pytestmark = pytest.mark.integration
 
@@ -197,3 +198,20 @@ def test_a_50mb_book_is_chunked_in_bounded_memory(tmp_path: Path) -> None:
     assert got["chunks"] > 50_000_000 / 2_000  # chunks of ~128 tokens, not one per block
     grew = got["after_chunk"] - got["after_read"]
     assert grew < 64, f"chunking a 50 MB book took {grew} MB more than reading it"
+
+
+def test_a_store_answers_only_with_the_embedder_it_was_indexed_with(
+    copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another embedder's query vectors would be compared with the store's: refused, at
+    ask time and when adding a document, with what to pass instead."""
+    from mindscape.memory.indexer import Indexer
+    from mindscape.memory.store import MemoryStore
+    from tests.fakes import HashingEmbedder
+
+    rc = main(ask(copy, "--llm", "extractive", "--embedder", str(tmp_path)))
+    one_line_error(capsys, rc, "indexed with the embedder", "--embedder")
+    store = MemoryStore(copy)
+    with pytest.raises(StoreError, match="indexed with the embedder"):
+        Indexer(store, HashingEmbedder(), progress=False).index("other", "A new tale. It ends.")
+    store.close()

@@ -182,6 +182,9 @@ def _checked_store(args: argparse.Namespace) -> MemoryStore:
             )
     if args.task == "multiple-choice" and not args.option:
         raise ValueError("--task multiple-choice needs --option for each choice")
+    from mindscape.embeddings import spec_model_id
+
+    store.check_embedder(spec_model_id(args.embedder))
     return store
 
 

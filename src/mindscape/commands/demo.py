@@ -53,12 +53,13 @@ def run(args: argparse.Namespace) -> int:
     text = (data / spec["file"]).read_text()
     path = args.store or ".mindscape/demo-store"
     store = MemoryStore(path)
-    indexer = Indexer(store, load_embedder(), progress=not args.quiet)
+    embedder = load_embedder(args.embedder)
+    indexer = Indexer(store, embedder, progress=not args.quiet)
     report = indexer.index(spec["doc_id"], text, title=spec["title"])
     state = "already indexed" if report.skipped else f"indexed in {report.seconds:.1f}s"
     layers = store.summary()["layers"]
     store.close()
-    deps = Deps(llm_settings=settings_from_args(args))
+    deps = Deps(embedder=embedder, llm_settings=settings_from_args(args))
     settings = deps.settings()
     if not args.json:
         print(f"{spec['title']}: {report.tokens} tokens, {state}")

@@ -32,7 +32,7 @@ from mindscape.memory.index_episodic import episodic_units
 from mindscape.memory.index_outline import outline_units
 from mindscape.memory.index_raptor import raptor_units
 from mindscape.memory.index_triples import chunk_triples
-from mindscape.memory.store import MemoryStore
+from mindscape.memory.store import EMBEDDER_KEY, MemoryStore
 from mindscape.memory.types import LAYERS, Unit
 from mindscape.tokens import TokenCounter, default_counter
 
@@ -128,6 +128,8 @@ class Indexer:
             return report
         if row is not None:
             self.store.delete_doc(doc_id)
+        self.store.check_embedder(self.emb_id, besides=doc_id)
+        self.store.cache.put_text(EMBEDDER_KEY, self.emb_id)
         self.store.cache.set_doc(doc_id, content_hash, fingerprint, "indexing", title=title)
         run = _DocRun(self, doc_id, text, report)
         units, vecs = run.build()

@@ -20,10 +20,12 @@ from typing import Any
 import numpy as np
 
 from mindscape.errors import StoreError
-from mindscape.memory.cache import IndexCache
+from mindscape.memory.cache import IndexCache, content_key
 from mindscape.memory.types import LAYERS, Layer, Unit
 
 COLLECTION_PREFIX = "mindscape_"
+EMBEDDER_KEY = "store:embedder"
+"""Cache text key holding the id of the embedder that made the store's vectors."""
 
 
 @dataclass
@@ -140,11 +142,36 @@ class MemoryStore:
                 )
         return self._client
 
+    def embedder(self) -> str | None:
+        """The id of the embedder the store's vectors come from (None for older stores)."""
+        return self.cache.get_text(EMBEDDER_KEY)
+
+    def check_embedder(self, emb_id: str, *, besides: str | None = None) -> None:
+        """StoreError unless `emb_id` made the vectors of the store's documents (`besides`
+        one, being re-indexed): another model's vectors would be compared with them,
+        meaninglessly (or fail on a different width)."""
+        have = self.embedder()
+        others = [d for d in self.cache.docs() if d["doc_id"] != besides]
+        if have is not None and have != emb_id and others:
+            raise StoreError(
+                f"the store {self.path} was indexed with the embedder {have}, not {emb_id}: pass "
+                f"the same --embedder (or MINDSCAPE_EMBEDDER), or index into a new store"
+            )
+
+    def collection_name(self, layer: Layer) -> str:
+        """``mindscape_<layer>`` in the store's own Chroma; on a Chroma server, which many
+        stores share, ``mindscape_<store id>_<layer>`` (the id: a hash of the store's absolute
+        path, so a store moved to another path is re-indexed from its cache)."""
+        if not self._chroma_url:
+            return COLLECTION_PREFIX + layer
+        store_id = content_key(str(self.path.resolve()))[:12]
+        return f"{COLLECTION_PREFIX}{store_id}_{layer}"
+
     def collection(self, layer: Layer) -> Any:
         """The collection of a layer (cosine space, no embedding function)."""
         if layer not in self._collections:
             self._collections[layer] = self.client.get_or_create_collection(
-                COLLECTION_PREFIX + layer,
+                self.collection_name(layer),
                 embedding_function=None,
                 metadata={"hnsw:space": "cosine"},
             )
