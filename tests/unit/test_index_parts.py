@@ -232,3 +232,20 @@ def test_sources_jsonl_filters_and_checks(tmp_path):
         load_sources([p], ["zzz"])
     with pytest.raises(InputError, match="share the doc id"):
         load_sources([p, p])
+
+
+def test_chunks_in_a_range_are_found_by_binary_search(story):
+    """`DocText.chunks_in` (two bisections) equals the plain scan on overlapping chunks."""
+    import random
+
+    from mindscape.memory.index_doc import DocText
+
+    chunks = chunk_text(story, default_counter(), 64, 12)
+    doc = DocText("tale", story, chunks, [], [], SentenceBank([], np.zeros(0), np.zeros((0, 1))))
+    rng = random.Random(7)
+    for _ in range(500):
+        a = rng.randrange(len(story))
+        b = rng.randrange(a, len(story) + 5)
+        assert doc.chunks_in(a, b) == [
+            c.index for c in chunks if c.char_start < b and c.char_end > a
+        ]

@@ -8,6 +8,7 @@ passages.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -39,8 +40,13 @@ class DocText:
         return sorted({s for i in chunk_indices for s in self.chunk_sents[i]})
 
     def chunks_in(self, start: int, end: int) -> list[int]:
-        """Indices of the chunks overlapping the character range ``[start, end)``."""
-        return [c.index for c in self.chunks if c.char_start < end and c.char_end > start]
+        """Indices of the chunks overlapping the character range ``[start, end)``.
+
+        Chunks are in source order (starts and ends both increase), so two binary searches
+        find the range: a book's thousands of sections stay linear, not quadratic."""
+        first = bisect.bisect_right(self.chunks, start, key=lambda c: c.char_end)
+        last = bisect.bisect_left(self.chunks, end, key=lambda c: c.char_start)
+        return [c.index for c in self.chunks[first:last]]
 
 
 def doc_text(
