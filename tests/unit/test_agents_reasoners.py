@@ -330,10 +330,17 @@ def test_answer_prompt_keeps_memory_and_passages_within_the_passage_budget() -> 
         }
         for n in range(30)
     ]
-    r.answer(AnswerRequest("Where?", "open", passages=items(), notes=memory), usage=Usage())  # type: ignore[arg-type]
+    signature = [{"unit_id": f"tale:e{n}", "text": f"session {n} " * 60} for n in range(5)]
+    r.answer(
+        AnswerRequest("Where?", "open", passages=items(), notes=memory, signature=signature),  # type: ignore[arg-type]
+        usage=Usage(),
+    )
     prompt = chat.prompts[-1]
+    sigma = prompt.split("<signature>")[1].split("</signature>")[0]
+    assert "session 0 " in sigma and "session 4 " not in sigma  # σ's first sessions, a quarter
+    assert len(sigma) // 4 <= 400 // 4 + 20
     between = prompt.split("<memory>")[1].split("</memory>")[0]
     assert "cue 29" in between and "cue 0 " not in between  # the latest findings are kept
     assert len(between) // 4 <= 400 // 4
     body = prompt.split("<passages>")[1].split("</passages>")[0]
-    assert 0 < (len(between) + len(body)) // 4 <= 400 + 50  # one budget for everything read
+    assert 0 < (len(sigma) + len(between) + len(body)) // 4 <= 400 + 70  # one budget for all

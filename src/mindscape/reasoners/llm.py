@@ -196,17 +196,21 @@ def format_notes(units: list[EvidenceNote], fused: str = "", budget: int | None 
     return "\n".join(lines) or NONE_TEXT
 
 
-def format_summaries(items: list[SignatureItem]) -> str:
-    """Session summaries as delimited blocks with their ids."""
+def format_summaries(items: list[SignatureItem], budget: int | None = None) -> str:
+    """Session summaries as delimited blocks with their ids; with `budget` (approximate
+    tokens), the first ones that fit (σ's order: the most useful first), and at least the
+    first, cut to the budget."""
     if not items:
         return NONE_TEXT
+    texts = [" ".join(s["text"].split()) for s in items]
+    if budget is not None:
+        used = [approx_tokens(t) + 12 for t in texts]  # + the block's tags and id
+        keep = next((k for k in range(1, len(texts)) if sum(used[: k + 1]) > budget), len(texts))
+        texts = texts[:keep]
+        texts[0] = texts[0][: max(40, 4 * (budget - 12))]
     return "\n".join(
-        prompts.render(
-            update_prompt.ITEM,
-            unit_id=s["unit_id"],
-            text=prompts.as_data(" ".join(s["text"].split())),
-        )
-        for s in items
+        prompts.render(update_prompt.ITEM, unit_id=s["unit_id"], text=prompts.as_data(t))
+        for s, t in zip(items, texts, strict=False)
     )
 
 
@@ -365,7 +369,10 @@ class LLMReasoner:
                 + "\n"
             )
         signature_block = (
-            prompts.render(answer_prompt.SIGNATURE_BLOCK, signature=format_summaries(req.signature))
+            prompts.render(
+                answer_prompt.SIGNATURE_BLOCK,
+                signature=format_summaries(req.signature, budget=self.passage_tokens // 4),
+            )
             if req.signature
             else ""
         )
@@ -377,7 +384,8 @@ class LLMReasoner:
             if req.notes or req.fused
             else ""
         )
-        # the passage budget covers everything read: signature, memory and passages
+        # the passage budget covers everything read: σ and memory a quarter each at most, so
+        # passages keep at least half of it
         shown = in_order(
             req.passages,
             max(200, self.passage_tokens - approx_tokens(signature_block + memory_block)),
