@@ -20,6 +20,8 @@ from pathlib import Path
 from mindscape.eval.metrics import bootstrap_ci
 
 REPO = Path(__file__).resolve().parents[1]
+LOCAL_HEADING = "## Local model"
+"""The local-model section (written by local_results.py), kept when the rest is regenerated."""
 PRESETS = "naive,mia-rag,mindscape"
 # dataset, split, question limit (None = all)
 JOBS: list[tuple[str, str, int | None]] = [
@@ -133,7 +135,10 @@ def main() -> None:
         if (REPO / f"runs/eval/{dataset}-{split}/report.json").exists():
             sections.append(section(dataset, split, limit, cmd))
     head = (REPO / "benchmarks" / "results_header.md").read_text()
-    (REPO / "docs" / "results.md").write_text(head + "\n" + "\n".join(sections))
+    results = REPO / "docs" / "results.md"
+    old = results.read_text() if results.exists() else ""
+    local = old[old.index(LOCAL_HEADING) :] if LOCAL_HEADING in old else ""  # local_results.py's
+    results.write_text(head + "\n" + "\n".join(sections) + ("\n" + local if local else ""))
     print("wrote docs/results.md", file=sys.stderr)
 
 

@@ -1,0 +1,151 @@
+"""The local-model section of docs/results.md: every preset on every bench set, answered by
+the embedded Qwen2.5-Coder-1.5B (llama.cpp, temperature 0, seed 0).
+
+    python benchmarks/local_results.py --bench ../shared/bench [--run] [--jobs quality_leval:test ...]
+
+With `--run`, each job's `mindscape eval ... --llm local` command runs first (results resume
+from `runs/local/DATASET-SPLIT/results.jsonl`, so an interrupted run continues where it
+stopped); without it, the section is assembled from what those files hold. The section replaces
+the "## Local model" part at the end of docs/results.md (`make_results.py` keeps it when it
+regenerates the offline part). Every table shows,
+per preset, the headline metric with its 95% bootstrap CI, LLM calls, input tokens and seconds
+per question, and its exact command; the last table pools the paired difference
+`mindscape − naive` over every test question both answered. Any OpenAI-compatible endpoint
+runs the same comparison: replace `--llm local` with `--llm openai` and set
+MINDSCAPE_LLM_BASE_URL and MINDSCAPE_LLM_MODEL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from mindscape.eval.metrics import bootstrap_ci
+from mindscape.eval.report import PRIMARY_METRICS
+
+REPO = Path(__file__).resolve().parents[1]
+LOCAL_HEADING = "## Local model"
+"""Where the local-model section starts in docs/results.md."""
+PRESETS = "naive,mindscape"
+# dataset, split, first N questions: sized for ~1-2 minutes a question on two cores
+JOBS: list[tuple[str, str, int | None]] = [
+    ("quality_leval", "test", 20),
+    ("narrativeqa_lit", "test", 20),
+    ("fairytaleqa", "test", 20),
+    ("sfiction_leval", "test", 20),
+    ("nocha_sample", "test", 20),
+]
+
+
+def command(bench: str, dataset: str, split: str, limit: int | None) -> list[str]:
+    cmd = ["mindscape", "eval", "--bench", bench, "--dataset", dataset, "--split", split]
+    cmd += ["--llm", "local", "--preset", PRESETS, "--out", f"runs/local/{dataset}-{split}"]
+    return cmd + ["--quiet"] + (["--limit", str(limit)] if limit else [])
+
+
+def records(dataset: str, split: str) -> list[dict]:
+    path = REPO / f"runs/local/{dataset}-{split}/results.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def headline(rows: list[dict]) -> str | None:
+    names = {k for r in rows for k in r.get("metrics") or {}}
+    return next((m for m in PRIMARY_METRICS if m in names), None)
+
+
+def ci(values: list[float]) -> str:
+    if not values:
+        return "n/a"
+    mean, low, high = bootstrap_ci(values, n_resamples=2000)
+    return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+def table(dataset: str, split: str, limit: int | None, bench: str) -> tuple[str, dict]:
+    """One dataset's table, and its per-question scores by preset (qid → score)."""
+    rows = records(dataset, split)
+    metric = headline(rows)
+    scores: dict[str, dict[str, float]] = {}
+    lines = [
+        f"### {dataset} · {split} (first {limit} questions)"
+        if limit
+        else f"### {dataset} · {split}",
+        "",
+        f"`{shlex.join(command(bench, dataset, split, limit))}`",
+        "",
+        f"| preset | n | {metric} | LLM calls | input tokens | output tokens | seconds |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for preset in PRESETS.split(","):
+        mine = [r for r in rows if r["preset"] == preset and metric in (r.get("metrics") or {})]
+        if not mine:
+            continue
+        scores[preset] = {r["qid"]: float(r["metrics"][metric]) for r in mine}
+        lines.append(
+            f"| {preset} | {len(mine)} | {ci(list(scores[preset].values()))} | "
+            f"{mean([r['llm_calls'] for r in mine]):.2f} | {mean([r['tokens_in'] for r in mine]):.0f} | "
+            f"{mean([r['tokens_out'] for r in mine]):.0f} | {mean([r['latency_s'] for r in mine]):.0f} |"
+        )
+    return "\n".join(lines) + "\n", {"metric": metric, "scores": scores}
+
+
+def paired(parts: dict[str, dict]) -> str:
+    """The pooled and per-dataset paired difference mindscape − naive."""
+    lines = [
+        "### mindscape − naive, paired over the same questions",
+        "",
+        "| set | metric | n | mindscape − naive [95% CI] | better / worse |",
+        "|---|---|---|---|---|",
+    ]
+    pooled: list[float] = []
+    for name, part in parts.items():
+        a, b = part["scores"].get("mindscape", {}), part["scores"].get("naive", {})
+        diff = [a[q] - b[q] for q in a if q in b]
+        if not diff:
+            continue
+        pooled += diff
+        wins = f"{sum(d > 0 for d in diff)} / {sum(d < 0 for d in diff)}"
+        lines.append(f"| {name} | {part['metric']} | {len(diff)} | {ci(diff)} | {wins} |")
+    if pooled:
+        wins = f"{sum(d > 0 for d in pooled)} / {sum(d < 0 for d in pooled)}"
+        lines.append(f"| **pooled** | each set's own | {len(pooled)} | {ci(pooled)} | {wins} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--bench", default="../shared/bench")
+    ap.add_argument("--run", action="store_true", help="run (or resume) the evaluations first")
+    ap.add_argument("--jobs", nargs="*", help="dataset:split pairs to run; default all")
+    args = ap.parse_args()
+    tables, parts = [], {}
+    for dataset, split, limit in JOBS:
+        if args.run and (not args.jobs or f"{dataset}:{split}" in args.jobs):
+            cmd = command(args.bench, dataset, split, limit)
+            print(f"running: {shlex.join(cmd)}", file=sys.stderr, flush=True)
+            subprocess.run([sys.executable, "-m", "mindscape", *cmd[1:]], cwd=REPO, check=True)
+        text, part = table(dataset, split, limit, args.bench)
+        if part["scores"]:
+            tables.append(text)
+            parts[f"{dataset} {split}"] = part
+    head = (REPO / "benchmarks" / "results_local_header.md").read_text()
+    body = head + "\n" + paired(parts) + "\n" + "\n".join(tables)
+    results = REPO / "docs" / "results.md"
+    offline = results.read_text().split(LOCAL_HEADING)[0].rstrip("\n")
+    results.write_text(offline + "\n\n" + body)
+    print(body)
+
+
+if __name__ == "__main__":
+    main()
