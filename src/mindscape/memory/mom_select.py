@@ -1,0 +1,83 @@
+"""MoM's choice among candidate document memories: chunk clarity, core completeness, RRF.
+
+MoM samples N candidate memories of a document (outline, core content per item, atomic
+chunks) and keeps the one an evaluator model finds best on two scores, both read from the
+evaluator's token log-probabilities (Zhao et al., 2025, the formulas in
+``shared/papers/mom.txt``):
+
+* **chunk clarity** — the mean, over adjacent atomic chunks ``a_i, a_{i+1}``, of the
+  evaluator's probability that the boundary between them is a real break:
+  ``S_clarity = 1/(n-1) · Σ P(b_{i,i+1} | a_i, a_{i+1})``;
+* **core completeness** — the mean, over chunks, of ``1 / (PPL(a_i | c_i) · log |c_i|)``:
+  a chunk its core content predicts well (low perplexity) is one the core covers; the
+  ``log |c_i|`` term keeps long cores from winning by length alone;
+
+and ranks the candidates by reciprocal-rank fusion of the two rankings,
+``1/(k + rank_clarity) + 1/(k + rank_completeness)``.
+
+These functions take the log-probabilities as plain numbers, so they are exact and testable on
+hand-made values; reading them from a model is the evaluator's job.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+YES = ("yes", "true")
+NO = ("no", "false")
+
+
+def break_probability(top_logprobs: Mapping[str, float]) -> float:
+    """P(the boundary is a real break) from the evaluator's first answer token: the yes-mass
+    over the yes+no mass of its top log-probabilities (tokens compared stripped and lower
+    case). 0.5 when neither shows."""
+    yes = sum(math.exp(lp) for tok, lp in top_logprobs.items() if tok.strip().lower() in YES)
+    no = sum(math.exp(lp) for tok, lp in top_logprobs.items() if tok.strip().lower() in NO)
+    return yes / (yes + no) if yes + no > 0 else 0.5
+
+
+def chunk_clarity(break_probs: Sequence[float]) -> float:
+    """``S_clarity``: the mean break probability over the n-1 boundaries of n chunks (a memory
+    of one chunk has no boundary to judge: 0, so any real segmentation ranks above it)."""
+    return sum(break_probs) / len(break_probs) if break_probs else 0.0
+
+
+def perplexity(token_logprobs: Sequence[float]) -> float:
+    """``exp(-mean log p)`` of a chunk's tokens given its core content."""
+    if not token_logprobs:
+        return math.inf
+    return math.exp(-sum(token_logprobs) / len(token_logprobs))
+
+
+def core_completeness(
+    chunk_logprobs: Sequence[Sequence[float]], core_tokens: Sequence[int]
+) -> float:
+    """``S_comp``: the mean over chunks of ``1 / (PPL(a_i | c_i) · log |c_i|)``.
+
+    ``chunk_logprobs[i]`` holds the log-probabilities of chunk i's tokens read after its core
+    content; ``core_tokens[i]`` is the core's length in tokens (at least 2 is assumed, so the
+    log stays positive: a one-token core is no summary).
+    """
+    if not chunk_logprobs:
+        return 0.0
+    terms = [
+        1.0 / (perplexity(lps) * math.log(max(2, n)))
+        for lps, n in zip(chunk_logprobs, core_tokens, strict=True)
+    ]
+    return sum(terms) / len(terms)
+
+
+def ranks(scores: Sequence[float]) -> list[int]:
+    """1-based ranks, best (highest) score first; ties share the better rank."""
+    return [1 + sum(other > s for other in scores) for s in scores]
+
+
+def rrf_select(clarity: Sequence[float], completeness: Sequence[float], k: int = 60) -> int:
+    """The index of the candidate with the highest ``1/(k + rank_clarity) + 1/(k + rank_comp)``;
+    ties go to the earlier candidate (the first path is the greedy one)."""
+    if not clarity or len(clarity) != len(completeness):
+        raise ValueError("one clarity and one completeness score per candidate")
+    rc, rp = ranks(clarity), ranks(completeness)
+    fused = [1.0 / (k + a) + 1.0 / (k + b) for a, b in zip(rc, rp, strict=True)]
+    return max(range(len(fused)), key=lambda i: (fused[i], -i))
