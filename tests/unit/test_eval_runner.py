@@ -119,7 +119,9 @@ def fake_answerer(seen):
 
     def answer(view, preset, store):
         seen.append((view, preset, store))
-        evidence = [{"chunk_ids": [f"{view['doc_id']}:c0"], "text": "..."}]
+        evidence = [
+            {"unit_id": f"{view['doc_id']}:c0", "chunk_ids": [f"{view['doc_id']}:c0"], "text": "."}
+        ]
         return {
             "answer": answers[view["qid"]] if preset == "p1" else "no idea",
             "evidence": evidence,
@@ -144,6 +146,8 @@ def test_scores_each_task_and_never_shows_gold_to_the_system(bench, tmp_path):
     assert recs[("p1", "q2")]["metrics"]["accuracy"] == 1.0
     assert recs[("p1", "q3")]["metrics"]["accuracy"] == 0.0
     assert recs[("p1", "q1")]["recall_at_k"]["5"] == 1.0  # chunk 0 covers the gold span
+    # what was read is kept, for failure analysis: evidence missing or misread?
+    assert recs[("p1", "q1")]["evidence"] == [f"{recs[('p1', 'q1')]['doc_id']}:c0"]
     assert {g["preset"] for g in report["groups"]} == {"p1", "p2"}
     assert (tmp_path / "out" / "report.md").exists() and (tmp_path / "out" / "report.json").exists()
 

@@ -177,6 +177,9 @@ def run_eval(
             "tokens_out": out.get("tokens_out", 0),
             "llm_fallbacks": out.get("llm_fallbacks", 0),
             "rounds": out.get("rounds", 0),
+            "stop_reason": out.get("stop_reason"),
+            "confidence": out.get("confidence"),
+            "evidence": [e.get("unit_id") for e in out.get("evidence") or []],
             "latency_s": round(time.perf_counter() - t0, 4),
             **score(q, out, spans),
         }
