@@ -1,0 +1,76 @@
+"""Token log-probabilities from the local model, in process (the evaluator MoM's scores need).
+
+MoM's selection reads two things from an evaluator model: the probability that a boundary
+between two chunks is a real break (one yes/no answer token) and the log-probability of every
+token of a chunk given its core content (its perplexity). The llama.cpp server answers the first
+(chat ``logprobs``/``top_logprobs``) but not the second reliably: with ``echo`` its prompt
+log-probabilities come one position off (token i is scored under the distribution that
+predicts token i+1; seen with llama-cpp-python 0.3.36). So both are computed here, in process,
+by :class:`LocalScorer`: the model evaluates context + target once with every position's
+logits kept, and the target's log-probabilities are read off exactly.
+
+It loads its own copy of the GGUF (about 1.1 GB) with a small context, so keep one scorer per
+process and short inputs (a chunk and its core, two chunks).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mindscape.memory.mom_select import break_probability
+
+
+class LocalScorer:
+    """Exact token log-probabilities from a GGUF model (llama-cpp-python, in process)."""
+
+    def __init__(self, model_path: str | Path | None = None, *, n_ctx: int = 1024) -> None:
+        from llama_cpp import Llama
+
+        from mindscape.llm.local_model import require_model
+        from mindscape.llm.server import default_threads
+
+        self.n_ctx = n_ctx
+        self.llm: Any = Llama(
+            model_path=str(require_model(str(model_path) if model_path else None)),
+            n_ctx=n_ctx,
+            logits_all=True,
+            n_threads=default_threads(),
+            seed=0,
+            verbose=False,
+        )
+
+    def continuation_logprobs(self, context: str, target: str) -> list[float]:
+        """log P(each token of `target` | `context` and the target's earlier tokens).
+
+        The context is cut from the front when both would not fit the model's window."""
+        ctx = self.llm.tokenize(context.encode(), add_bos=False)
+        tgt = self.llm.tokenize(target.encode(), add_bos=False)[: self.n_ctx // 2]
+        ctx = ctx[-(self.n_ctx - len(tgt)) :] or self.llm.tokenize(b" ", add_bos=False)
+        self.llm.reset()
+        self.llm.eval(ctx + tgt)
+        logits = np.asarray(self.llm.scores[len(ctx) - 1 : len(ctx) + len(tgt) - 1], np.float64)
+        top = logits.max(axis=1, keepdims=True)
+        log_z = top[:, 0] + np.log(np.exp(logits - top).sum(axis=1))
+        return (logits[np.arange(len(tgt)), tgt] - log_z).tolist()
+
+    def yes_probability(self, question: str) -> float:
+        """P(yes) / P(yes or no) of the model's first answer token to a yes/no question."""
+        out = self.llm.create_chat_completion(
+            messages=[{"role": "user", "content": question}],
+            max_tokens=1,
+            temperature=0.0,
+            logprobs=True,
+            top_logprobs=10,
+        )
+        content = out["choices"][0]["logprobs"]["content"][0]
+        top = {t["token"]: t["logprob"] for t in content["top_logprobs"]}
+        return break_probability(top)
+
+    def perplexity(self, context: str, target: str) -> float:
+        """exp(−mean log p) of `target` after `context`."""
+        lps = self.continuation_logprobs(context, target)
+        return math.exp(-sum(lps) / len(lps)) if lps else math.inf
