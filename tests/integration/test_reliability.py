@@ -3,6 +3,7 @@ never an answer from a partial store; `--debug` shows the traceback the line hid
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import sqlite3
@@ -52,8 +53,6 @@ def test_a_damaged_cache_is_named(copy: Path, capsys: pytest.CaptureFixture[str]
 def test_missing_vectors_are_named_and_reindexing_rebuilds_them(
     copy: Path, qa_embedder: object, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from mindscape.memory.indexer import Indexer
-    from mindscape.memory.store import MemoryStore
     from tests.integration.conftest import QA_DOC, STORY
 
     shutil.rmtree(copy / "chroma")
@@ -62,12 +61,10 @@ def test_missing_vectors_are_named_and_reindexing_rebuilds_them(
     assert not (copy / "chroma").exists()  # asking does not create an empty index
     # what the line says to run repairs the store, from the cache: nothing is embedded again
     assert "rebuilds them from the cache" in err
-    store = MemoryStore(copy)
-    rep = Indexer(store, qa_embedder, progress=False).index(
-        QA_DOC, STORY.read_text(), title="Cinderella"
-    )
-    store.close()
-    assert not rep.skipped and rep.embedded == 0 and rep.embed_cached > 0
+    assert main(["index", str(STORY), "--store", str(copy), "--quiet", "--json"]) == 0  # the CLI
+    rep = json.loads(capsys.readouterr().out)["reports"][0]
+    assert rep["doc_id"] == QA_DOC and not rep["skipped"]
+    assert rep["embedded"] == 0 and rep["embed_cached"] > 0
     rc = main(ask(copy, "--llm", "extractive", "--json"))
     assert rc == 0 and '"answer"' in capsys.readouterr().out
 
@@ -152,24 +149,28 @@ def test_the_api_key_never_leaves_the_request(
 
 
 # A child that reads a text file as `mindscape index` does and streams its chunks, counting
-# them without keeping them; it prints its peak RSS after reading and after chunking.
+# them without keeping them; it prints its resident set after reading and its peak while
+# chunking (Linux: the peak is reset through /proc/self/clear_refs).
 _CHUNK_CHILD = r"""
-import json, resource, sys
+import json, sys
 from pathlib import Path
 from mindscape.memory.chunking import iter_chunks
 from mindscape.sources import read_text_file
 from mindscape.tokens import default_counter
 
-def peak():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+def peak_mb():  # VmHWM: the peak resident set since the last reset
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
 
 doc = read_text_file(Path(sys.argv[1]))
 counter = default_counter()
 counter.count("warm up the encoder")
-after_read, seen, chunks = peak(), [], 0
+Path("/proc/self/clear_refs").write_text("5")  # reset the peak: reading is not chunking
+after_read, seen, chunks = peak_mb(), [], 0
 for c in iter_chunks(doc.text, counter, 128, 16, on_progress=seen.append):
     chunks += 1
-print(json.dumps({"after_read": after_read, "after_chunk": peak(), "chunks": chunks,
+print(json.dumps({"after_read": after_read, "after_chunk": peak_mb(), "chunks": chunks,
                   "progress": sum(seen), "chars": len(doc.text), "updates": len(seen)}))
 """
 
@@ -208,10 +209,16 @@ def test_a_store_answers_only_with_the_embedder_it_was_indexed_with(
     from mindscape.memory.indexer import Indexer
     from mindscape.memory.store import MemoryStore
     from tests.fakes import HashingEmbedder
+    from tests.integration.conftest import QA_DOC
 
     rc = main(ask(copy, "--llm", "extractive", "--embedder", str(tmp_path)))
     one_line_error(capsys, rc, "indexed with the embedder", "--embedder")
     store = MemoryStore(copy)
+    before = store.count("veridical", QA_DOC)
     with pytest.raises(StoreError, match="indexed with the embedder"):
         Indexer(store, HashingEmbedder(), progress=False).index("other", "A new tale. It ends.")
+    store.cache.set_doc("other", "x", "y", "done", layers={})  # a second book, so a re-index
+    with pytest.raises(StoreError, match="indexed with the embedder"):  # of the first is refused
+        Indexer(store, HashingEmbedder(), progress=False).index(QA_DOC, "Changed text. The end.")
+    assert store.count("veridical", QA_DOC) == before  # refused before anything was deleted
     store.close()

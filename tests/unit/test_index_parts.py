@@ -79,7 +79,7 @@ def _shape(chunks):
     return [(c.index, c.char_start, c.char_end, c.tokens, c.sentences) for c in chunks]
 
 
-@pytest.mark.parametrize("block", [97, 500, 4096])
+@pytest.mark.parametrize("block", [700, 1500, 4096])
 def test_streamed_chunks_do_not_depend_on_the_block_size(story, block):
     """Blocks cut sentences, words and blank lines anywhere; the chunks stay the whole-text ones."""
     text = story + "\n\n" + " ".join(["word"] * 400) + ".\n\n\n  Mr. Quill left. The end!"
@@ -91,11 +91,19 @@ def test_streamed_chunks_do_not_depend_on_the_block_size(story, block):
     assert sum(read) == len(text)  # progress accounts for every character once
 
 
-def test_a_text_without_sentence_ends_still_streams():
+def test_a_text_without_sentence_ends_is_cut_within_bounded_blocks():
+    """No sentence end for 4 blocks: the text is cut there (memory stays bounded), and the
+    chunks still cover it exactly, each within the size."""
     text = " ".join(f"w{i}" for i in range(3000))
     counter = default_counter()
-    assert _shape(iter_chunks(text, counter, 50, 0, block_chars=256)) == _shape(
-        chunk_text(text, counter, 50, 0)
+    read: list[int] = []
+    chunks = list(iter_chunks(text, counter, 50, 0, block_chars=256, on_progress=read.append))
+    assert max(read) <= 4 * 256 and sum(read) == len(text)
+    assert all(c.tokens <= 50 for c in chunks)
+    assert "".join(c.text for c in chunks).replace(" ", "") == text.replace(" ", "")
+    short = " ".join(f"w{i}" for i in range(100))  # within 4 blocks: identical to one block
+    assert _shape(iter_chunks(short, counter, 50, 0, block_chars=256)) == _shape(
+        chunk_text(short, counter, 50, 0)
     )
 
 

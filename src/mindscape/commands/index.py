@@ -104,7 +104,13 @@ def run_index(args: argparse.Namespace) -> int:
         return _estimate(args, docs)
 
     from mindscape.embeddings import load_embedder, spec_model_id
-    from mindscape.memory.indexer import IndexConfig, Indexer, IndexReport, is_current
+    from mindscape.memory.indexer import (
+        IndexConfig,
+        Indexer,
+        IndexReport,
+        is_current,
+        vectors_intact,
+    )
     from mindscape.memory.store import MemoryStore
 
     config = IndexConfig(chunk_size=args.chunk_size, chunk_overlap=args.overlap, window=args.window)
@@ -116,8 +122,10 @@ def run_index(args: argparse.Namespace) -> int:
     indexer = None  # the embedding model loads only if some document needs work
     reports = []
     for n, d in enumerate(docs, 1):
-        if is_current(store, d.doc_id, d.text, fingerprint):
-            row = store.cache.doc(d.doc_id) or {}
+        row = store.cache.doc(d.doc_id) or {}
+        if is_current(store, d.doc_id, d.text, fingerprint) and vectors_intact(
+            store, d.doc_id, row
+        ):
             r = IndexReport(
                 d.doc_id, skipped=True, tokens=row.get("tokens", 0), layers=row.get("layers", {})
             )

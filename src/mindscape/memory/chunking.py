@@ -6,8 +6,11 @@ trailing sentences. A sentence longer than `size` is cut at word boundaries.
 
 :func:`iter_chunks` reads the text one block at a time: it splits a block into sentences, keeps
 the last (perhaps unfinished) sentence for the next block, and emits a chunk as soon as the
-sentences after it decide where it ends. Memory stays bounded by the block size, not by the
-book, and the chunks are the same whatever the block size (a unit test checks this).
+sentences after it decide where it ends. Its working memory (sentence spans, counts, pending
+sentences) is bounded by a few blocks, not by the book, and the chunks are the same whatever the
+block size (a unit test checks this). The one exception: text with no sentence end for
+:data:`MAX_SENTENCE_BLOCKS` blocks is cut at a block boundary there, where whole-text chunking
+would have cut it a few tokens elsewhere.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from mindscape.memory.sentence_split import Span, split_sentences
 from mindscape.tokens import TokenCounter
 
 BLOCK_CHARS = 1 << 20
-"""Characters read per block. A sentence never spans more than a block and its carry."""
+"""Characters read per block."""
+MAX_SENTENCE_BLOCKS = 4
+"""A sentence still open after this many blocks' worth of characters is closed there."""
 
 
 @dataclass
@@ -61,18 +66,20 @@ def iter_chunks(
         raise ValueError("chunk size must be positive")
     if not 0 <= overlap < size:
         raise ValueError("overlap must be in [0, size)")
+    if block_chars <= 0:
+        raise ValueError("block_chars must be positive")
     packer = _Packer(text, counter, size, overlap)
-    start = 0
+    start, reach = 0, block_chars
     while start < len(text):
-        end = min(len(text), start + block_chars)
+        end = min(len(text), start + reach)
         spans = split_sentences(text, start, end)
         last = end == len(text)
         if not last and len(spans) > 1:  # the last sentence may go on in the next block
             spans, end = spans[:-1], spans[-1][0]
-        elif not last and len(spans) == 1 and end - start < 4 * block_chars:
-            end = start  # one sentence so far: read a larger block before deciding
-            block_chars *= 2
+        elif not last and len(spans) == 1 and reach < MAX_SENTENCE_BLOCKS * block_chars:
+            reach *= 2  # one sentence so far: read further before deciding where it ends
             continue
+        reach = block_chars
         yield from packer.add(*_fit_sentences(text, spans, counter, size), final=last)
         if on_progress is not None:
             on_progress(end - start)

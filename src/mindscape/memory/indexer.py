@@ -119,17 +119,20 @@ class Indexer:
         if (
             row is not None
             and is_current(self.store, doc_id, text, fingerprint)
-            and self._vectors_intact(doc_id, row)
+            and vectors_intact(self.store, doc_id, row)
         ):
             report.skipped = True
             report.layers = row.get("layers", {})
             report.tokens = row.get("tokens", 0)
             report.seconds = time.perf_counter() - t0
             return report
+        self.store.check_embedder(self.emb_id, besides=doc_id)  # before anything is deleted
         if row is not None:
             self.store.delete_doc(doc_id)
-        self.store.check_embedder(self.emb_id, besides=doc_id)
-        self.store.cache.put_text(EMBEDDER_KEY, self.emb_id)
+        others = [d for d in self.store.cache.docs() if d["doc_id"] != doc_id]
+        if self.store.embedder() is not None or not others:
+            # an older store without the record keeps none: its vectors' embedder is unknown
+            self.store.cache.put_text(EMBEDDER_KEY, self.emb_id)
         self.store.cache.set_doc(doc_id, content_hash, fingerprint, "indexing", title=title)
         run = _DocRun(self, doc_id, text, report)
         units, vecs = run.build()
@@ -149,17 +152,6 @@ class Indexer:
             layers=report.layers,
         )
         return report
-
-    def _vectors_intact(self, doc_id: str, row: dict[str, Any]) -> bool:
-        """Whether every layer holds the units the manifest lists for `doc_id` (a store whose
-        vectors were lost is rebuilt from the cache instead of skipped)."""
-        listed = row.get("layers") or {}
-        try:
-            return all(
-                self.store.count(layer, doc_id) == int(listed.get(layer, 0)) for layer in LAYERS
-            )
-        except Exception:  # noqa: BLE001 - an unreadable collection counts as lost
-            return False
 
     # -- helpers used by _DocRun -------------------------------------------------------------
     def _stage(self, report: IndexReport, name: str) -> _Timer:
@@ -210,6 +202,16 @@ def veridical_units(
         )
         for cid, c in zip(doc.chunk_ids, chunks, strict=True)
     ]
+
+
+def vectors_intact(store: MemoryStore, doc_id: str, row: dict[str, Any]) -> bool:
+    """Whether every layer holds the units the manifest lists for `doc_id` (a store whose
+    vectors were lost is rebuilt from the cache instead of skipped)."""
+    listed = row.get("layers") or {}
+    try:
+        return all(store.count(layer, doc_id) == int(listed.get(layer, 0)) for layer in LAYERS)
+    except Exception:  # noqa: BLE001 - an unreadable collection counts as lost
+        return False
 
 
 def peak_rss_mb() -> int:
