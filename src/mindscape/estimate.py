@@ -47,6 +47,8 @@ SUMMARY_CAP = 6000
 """Tokens of passages one index summary reads at most (``index_doc.fit_passages``)."""
 TRIPLES_OUT = 150
 """Output tokens of one triples call (up to 12 short triples as JSON)."""
+OUT_PER_CALL = 100
+"""Output tokens of one query-time call (the answer JSON; roles cap theirs at 200–500)."""
 
 
 @dataclass
@@ -166,14 +168,38 @@ def answer_round_tokens(
     return fixed + asked + passage_tokens
 
 
+def round_calls(ctx: Any, roles: Iterable[str]) -> tuple[int, int]:
+    """LLM calls of a preset's first round and of each refinement round, given the roles the
+    LLM plays (the table in :mod:`mindscape.presets`)."""
+    roles = set(roles)
+    probes = ctx.max_probes or 0
+    answer = 1 if "answer" in roles else 0
+    probe = 1 if "probe" in roles and probes and (ctx.max_rounds or 1) > 1 else 0
+    update = 1 if "update" in roles and ctx.signature_update == "llm" else 0
+    first = answer + probe + update
+    later = answer + probe + update
+    if "encode" in roles and ctx.encode == "per-layer":
+        first += 3  # one Mem-Encode per layer for the question
+        later += 3 * max(1, probes)  # and for each probe
+    elif "encode" in roles and ctx.encode in ("batched", "notes"):
+        later += 1  # one batched call per refinement round (round 1's evidence deferred)
+    if "fuse" in roles and ctx.fuse:
+        later += 1
+    return first, later
+
+
 def eval_cost(
     questions: Iterable[tuple[str, list[str] | None]], preset: str, *, local: bool
 ) -> tuple[Cost, Cost]:
-    """The least and the most a preset's answers to `questions` cost: one answer round each,
-    and every round the preset's round, call and token budgets allow."""
+    """The least and the most a preset's answers to `questions` cost: one round each, and
+    every round the preset's round, call and token budgets allow. Each call is taken to read
+    about as much as one answer call (the passage budget sets both)."""
     from mindscape.context import Context
+    from mindscape.reasoners.base import LLM_ROLES, LOCAL_LLM_ROLES
 
     ctx = Context.from_preset(preset).resolved()
+    roles = ctx.llm_roles or (LOCAL_LLM_ROLES if local else LLM_ROLES)
+    first, later = round_calls(ctx, roles)
     counter = default_counter()
     cap = ctx.max_tokens
     if local and ctx.local_max_tokens is not None:
@@ -181,10 +207,11 @@ def eval_cost(
     least, most = Cost(), Cost()
     for question, options in questions:
         one = answer_round_tokens(question, options, ctx.llm_passage_tokens or 1000, counter)
-        rounds = ctx.max_rounds or 1
-        if cap:
-            rounds = max(1, min(rounds, cap // (one + 100)))
-        rounds = min(rounds, ctx.max_llm_calls)
-        least.add(preset, 1, one, 100)
-        most.add(preset, rounds, rounds * one, rounds * 100)
+        calls, rounds = first, 1
+        while rounds < (ctx.max_rounds or 1) and calls + later <= ctx.max_llm_calls:
+            if cap and (calls + later) * (one + OUT_PER_CALL) > cap:
+                break
+            calls, rounds = calls + later, rounds + 1
+        least.add(preset, first, first * one, first * OUT_PER_CALL)
+        most.add(preset, calls, calls * one, calls * OUT_PER_CALL)
     return least, most

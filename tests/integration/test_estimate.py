@@ -97,7 +97,7 @@ def test_eval_estimate_matches_a_naive_run(
     common += ["--preset", "naive", "--quiet", "--stores", str(tmp_path / "stores")]
     with FakeOpenAIServer(lambda request: answer) as server:
         _endpoint(monkeypatch, server.base_url)
-        assert main([*common, "--estimate"]) == 0
+        assert main([*common, "--estimate", "--json"]) == 0
         estimate = json.loads(capsys.readouterr().out)["presets"]["naive"]
         assert server.requests == [] and not (tmp_path / "stores").exists()
         assert main([*common, "--out", str(tmp_path / "out")]) == 0
@@ -107,3 +107,25 @@ def test_eval_estimate_matches_a_naive_run(
     tokens_in = sum(counter.count(all_text(r)) for r in server.requests)
     assert estimate["calls"] == [len(server.requests)] * 2
     assert _within(estimate["tokens_in"][0], tokens_in), (estimate["tokens_in"], tokens_in)
+
+
+def test_loop_presets_are_estimated_by_their_calls_per_round(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With an endpoint playing every role, ComoRAG's rounds cost far more than mindscape's,
+    and a loop's most is several rounds; the text output gives the range in minutes."""
+    from mindscape.estimate import eval_cost
+
+    asked = [("Who helped Cinderella?", None)]
+    rows = {p: eval_cost(asked, p, local=False) for p in ("naive", "mindscape", "comorag")}
+    assert rows["naive"][0].calls == rows["naive"][1].calls == 1
+    assert rows["mindscape"][1].calls >= 2 * rows["mindscape"][0].calls
+    assert rows["comorag"][0].calls >= 5  # 3 encodes, the answer, the probe
+    assert rows["comorag"][1].calls >= 4 * rows["mindscape"][1].calls // 2
+    local = eval_cost(asked, "mindscape", local=True)[1]
+    assert local.tokens_in <= 3000  # the local token cap holds the loop to about two rounds
+    bench = _mini_bench(tmp_path)
+    common = ["eval", "--bench", str(bench), "--dataset", "tale", "--split", "test"]
+    assert main([*common, "--preset", "naive,comorag", "--llm", "openai", "--estimate"]) == 0
+    out = capsys.readouterr().out
+    assert "4 questions" in out and "min at the local speed" in out and "comorag" in out

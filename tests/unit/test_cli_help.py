@@ -57,3 +57,24 @@ def test_the_top_level_help_has_examples(capsys: pytest.CaptureFixture[str]):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "examples:" in capsys.readouterr().out
+
+
+def test_quiet_silences_warnings_but_not_errors(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+):
+    import logging
+
+    from mindscape.commands.common import warn
+
+    logger = logging.getLogger("mindscape")
+    level = logger.level
+    try:
+        warn("decoded as cp1252")
+        assert "mindscape: warning: decoded as cp1252" in caplog.messages
+        rc = main(["ask", "Who?", "--store", "/nonexistent/store", "--quiet"])
+        assert rc == 2 and "error" in capsys.readouterr().err  # errors still show
+        caplog.clear()
+        warn("decoded as cp1252")  # --quiet raised the level: no record at all
+        assert caplog.messages == []
+    finally:
+        logger.setLevel(level)

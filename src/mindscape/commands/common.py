@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import traceback
@@ -104,5 +105,11 @@ def llm_from_args(args: argparse.Namespace, cache: Any = None) -> Any:
 
 
 def warn(msg: str) -> None:
-    """A warning line on stderr."""
-    print(f"mindscape: warning: {msg}", file=sys.stderr)
+    """A warning line on stderr (a log warning, so ``--quiet`` silences it)."""
+    logging.getLogger("mindscape").warning("mindscape: warning: %s", msg)
+
+
+def say(args: argparse.Namespace, msg: str) -> None:
+    """A progress or status line on stderr, unless ``--quiet``."""
+    if not getattr(args, "quiet", False):
+        print(msg, file=sys.stderr)

@@ -127,29 +127,36 @@ def run(args: argparse.Namespace) -> int:
 
 def _estimate(args: argparse.Namespace, presets: list[str], backend: str) -> int:
     """`eval --estimate`: per preset, the least and the most the answers would cost."""
-    from mindscape.estimate import eval_cost
+    from mindscape.estimate import Cost, eval_cost
     from mindscape.eval.bench import load_questions
 
     qs = load_questions(args.bench, args.dataset, args.split, args.limit)
     asked = [(q.question, q.options) for q in qs]
-    rows = {}
+    rows: dict[str, dict[str, list[float]]] = {}
     for preset in presets:
-        if backend == "extractive":
-            rows[preset] = {"calls": [0, 0], "tokens_in": [0, 0], "seconds_local": [0, 0]}
-            continue
-        least, most = eval_cost(asked, preset, local=backend == "local")
+        least, most = (
+            (Cost(), Cost())
+            if backend == "extractive"
+            else eval_cost(asked, preset, local=backend == "local")
+        )
         rows[preset] = {
             "calls": [least.calls, most.calls],
             "tokens_in": [least.tokens_in, most.tokens_in],
             "tokens_out": [least.tokens_out, most.tokens_out],
-            "seconds_local": [round(least.seconds()), round(most.seconds())],
+            "minutes_local": [round(least.seconds() / 60, 1), round(most.seconds() / 60, 1)],
         }
-    print(
-        json.dumps(
-            {"backend": backend, "questions": len(qs), "presets": rows, "range": "least, most"},
-            indent=2,
+    if args.json:
+        out = {"backend": backend, "questions": len(qs), "presets": rows, "range": "least, most"}
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{len(qs)} questions, {backend} backend (each figure: one round each … every round)")
+    for preset, r in rows.items():
+        print(
+            f"  {preset:<10} {r['calls'][0]}…{r['calls'][1]} LLM calls, "
+            f"{r['tokens_in'][0]}…{r['tokens_in'][1]} input tokens, "
+            f"~{r['minutes_local'][0]:.0f}…{r['minutes_local'][1]:.0f} min at the local speed"
         )
-    )
+    print("(finished questions in --out are skipped by a real run; this counts them all)")
     return 0
 
 

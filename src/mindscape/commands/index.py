@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from mindscape.commands.common import (
     add_model_options,
@@ -12,6 +11,7 @@ from mindscape.commands.common import (
     add_store_option,
     examples,
     llm_from_args,
+    say,
     settings_from_args,
     warn,
 )
@@ -147,10 +147,7 @@ def run_index(args: argparse.Namespace) -> int:
                 else f"{r.seconds:.1f}s, peak memory {r.peak_rss_mb} MB"
             )
             layers = ", ".join(f"{k} {v}" for k, v in r.layers.items())
-            print(
-                f"[{n}/{len(docs)}] {d.doc_id}: {r.tokens} tokens; {layers} ({what})",
-                file=sys.stderr,
-            )
+            say(args, f"[{n}/{len(docs)}] {d.doc_id}: {r.tokens} tokens; {layers} ({what})")
     summary = store.summary()
     if args.json:
         print(json.dumps({"reports": [asdict(r) for r in reports], **summary}, indent=2))

@@ -71,7 +71,7 @@ def run_install(args: argparse.Namespace) -> int:
         log=(lambda m: None) if args.quiet else lambda m: print(f"mindscape: {m}", file=sys.stderr),
         progress=not args.quiet,
     )
-    if not runtime_available():
+    if not runtime_available() and not args.quiet:
         print(
             "mindscape: note: llama-cpp-python is not installed; `pip install -e '.[local]'` "
             "(or `make model`) adds it",
