@@ -192,6 +192,7 @@ def _estimate(args: argparse.Namespace, docs: list) -> int:
     else:
         print(f"with the {settings.backend} backend: no LLM calls (extractive summaries)")
         print(f"with an index LLM (--index-llm or an endpoint) it would be: {what}")
+    print("(counts every document; those the store already holds the same way cost nothing)")
     return 0
 
 
