@@ -56,8 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = build_parser().parse_args(argv)
+    logger = logging.getLogger("mindscape")
+    level = logger.level
     if getattr(args, "quiet", False):  # notices are log warnings; errors still print
-        logging.getLogger("mindscape").setLevel(logging.ERROR)
+        logger.setLevel(logging.ERROR)
     try:
         return int(args.func(args) or 0)
     except MindscapeError as exc:
@@ -65,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mindscape: interrupted; finished work is cached, rerun to resume", file=sys.stderr)
         return 130
+    finally:
+        logger.setLevel(level)  # main() may run in a larger process (tests, notebooks)
 
 
 if __name__ == "__main__":

@@ -110,7 +110,7 @@ def test_eval_estimate_matches_a_naive_run(
 
 
 def test_loop_presets_are_estimated_by_their_calls_per_round(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With an endpoint playing every role, ComoRAG's rounds cost far more than mindscape's,
     and a loop's most is several rounds; the text output gives the range in minutes."""
@@ -126,6 +126,7 @@ def test_loop_presets_are_estimated_by_their_calls_per_round(
     assert local.tokens_in <= 3000  # the local token cap holds the loop to about two rounds
     bench = _mini_bench(tmp_path)
     common = ["eval", "--bench", str(bench), "--dataset", "tale", "--split", "test"]
+    monkeypatch.setenv("MINDSCAPE_LLM_BACKEND", "extractive")  # restored after: --llm sets it
     assert main([*common, "--preset", "naive,comorag", "--llm", "openai", "--estimate"]) == 0
     out = capsys.readouterr().out
     assert "4 questions" in out and "min at the local speed" in out and "comorag" in out

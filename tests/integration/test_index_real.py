@@ -79,8 +79,10 @@ def test_cli_index_and_inspect(tmp_path):
     assert summary["documents"] == 1
     assert set(summary["layers"]) == {"veridical", "episodic", "semantic", "outline"}
     assert all(n > 0 for n in summary["layers"].values())
-    again = cli("index", str(STORY), "--store", str(store), "--quiet")
+    again = cli("index", str(STORY), "--store", str(store))
     assert "unchanged, skipped" in again.stderr
+    quiet = cli("index", str(STORY), "--store", str(store), "--quiet")
+    assert quiet.returncode == 0 and quiet.stderr == ""  # --quiet: no per-document lines
 
 
 def test_cli_bad_input_is_one_line_exit_2_and_store_untouched(tmp_path, indexed):

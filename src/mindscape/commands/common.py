@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 import traceback
@@ -34,7 +33,10 @@ def examples(*lines: str) -> dict[str, Any]:
 def add_quiet_option(p: argparse.ArgumentParser) -> None:
     """`--quiet`: no progress bars and no notices; results and errors only."""
     p.add_argument(
-        "-q", "--quiet", action="store_true", help="no progress bars or notices (errors still show)"
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bars, status lines or notices (errors and input warnings still show)",
     )
 
 
@@ -105,8 +107,8 @@ def llm_from_args(args: argparse.Namespace, cache: Any = None) -> Any:
 
 
 def warn(msg: str) -> None:
-    """A warning line on stderr (a log warning, so ``--quiet`` silences it)."""
-    logging.getLogger("mindscape").warning("mindscape: warning: %s", msg)
+    """A warning about the input on stderr (shown under ``--quiet`` too, like errors)."""
+    print(f"mindscape: warning: {msg}", file=sys.stderr)
 
 
 def say(args: argparse.Namespace, msg: str) -> None:
