@@ -17,11 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from local_results import LOCAL_HEADING  # the section it writes, kept on regeneration
+
 from mindscape.eval.metrics import bootstrap_ci
 
 REPO = Path(__file__).resolve().parents[1]
-LOCAL_HEADING = "## Local model"
-"""The local-model section (written by local_results.py), kept when the rest is regenerated."""
 PRESETS = "naive,mia-rag,mindscape"
 # dataset, split, question limit (None = all)
 JOBS: list[tuple[str, str, int | None]] = [

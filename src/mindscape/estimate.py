@@ -27,8 +27,8 @@ import numpy as np
 
 from mindscape import prompts
 from mindscape.memory.chunking import iter_chunks
-from mindscape.memory.index_doc import DocText
-from mindscape.memory.index_outline import sections
+from mindscape.memory.index_doc import SUMMARY_PASSAGE_TOKENS, DocText, summary_words
+from mindscape.memory.index_outline import SECTION_TOKENS, max_items, sections
 from mindscape.memory.summarize import SentenceBank
 from mindscape.memory.windows import windows
 from mindscape.prompts import answer as answer_prompt
@@ -43,8 +43,6 @@ OUTPUT_TPS = 6.0
 """Generated tokens per second of the local model there."""
 CHUNKS_PER_CLUSTER = 10.0
 """Chunks per semantic-tree summary, all levels together (bench books: 12.4; the story: 8.5)."""
-SUMMARY_CAP = 6000
-"""Tokens of passages one index summary reads at most (``index_doc.fit_passages``)."""
 TRIPLES_OUT = 150
 """Output tokens of one triples call (up to 12 short triples as JSON)."""
 OUT_PER_CALL = 100
@@ -101,7 +99,7 @@ def index_cost(
     hold (chunks, tokens, sessions, outline sections)."""
     counter = counter or default_counter()
     cost, shape = Cost(), {"documents": 0, "tokens": 0, "chunks": 0, "sessions": 0, "sections": 0}
-    words = int(summary_tokens * 0.75)
+    words = summary_words(summary_tokens)
     fixed_session = _fixed(
         counter, summary_prompt.SYSTEM, summary_prompt.SESSION, passages="", max_words=words
     )
@@ -123,7 +121,7 @@ def index_cost(
         cost.add(
             "episodic",
             len(wins),
-            sum(fixed_session + min(SUMMARY_CAP, sum(toks[i] for i in w)) for w in wins),
+            sum(fixed_session + min(SUMMARY_PASSAGE_TOKENS, sum(toks[i] for i in w)) for w in wins),
             len(wins) * summary_tokens,
         )
         clusters = max(1, round(n / CHUNKS_PER_CLUSTER)) if n > 2 else 1
@@ -135,24 +133,22 @@ def index_cost(
         )
         bank = SentenceBank([], np.zeros(0, np.int64), np.zeros((0, 1), np.float32))
         doc = DocText(doc_id, text, chunks, [f"{doc_id}:c{c.index}" for c in chunks], [], bank)
-        secs = [
-            s
-            for s in sections(doc, window=window, max_section_chunks=max_section_chunks)
-            if doc.chunks_in(s.start, s.end)
-        ]
-        shape["sections"] += len(secs)
-        for sec in secs:
+        for sec in sections(doc, window=window, max_section_chunks=max_section_chunks):
             idx = doc.chunks_in(sec.start, sec.end)
-            body = min(8000, counter.count(text[sec.start : sec.end]))
+            if not idx:
+                continue  # the outline builder skips a section without chunks
+            items = max_items(len(idx))
+            shape["sections"] += 1
+            body = min(SECTION_TOKENS, counter.count(text[sec.start : sec.end]))
             fixed = _fixed(
                 counter,
                 outline_prompt.SYSTEM,
                 outline_prompt.USER,
                 title=sec.title,
                 section="",
-                max_items=max(1, min(8, len(idx) // 4 or 1)),
+                max_items=items,
             )
-            cost.add("outline", 1, fixed + body, 60 * max(1, min(8, len(idx) // 4 or 1)))
+            cost.add("outline", 1, fixed + body, 60 * items)
         if triples:
             cost.add("triples", n, n * fixed_triples + sum(toks), n * TRIPLES_OUT)
     return cost, shape

@@ -11,10 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import sys
 import threading
 
-from mindscape.commands.common import add_quiet_option, examples
+from mindscape.commands.common import add_quiet_option, examples, say
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -67,15 +66,13 @@ def run_install(args: argparse.Namespace) -> int:
     from mindscape.llm.local_model import install_model, runtime_available
 
     install_model(
-        force=args.force,
-        log=(lambda m: None) if args.quiet else lambda m: print(f"mindscape: {m}", file=sys.stderr),
-        progress=not args.quiet,
+        force=args.force, log=lambda m: say(args, f"mindscape: {m}"), progress=not args.quiet
     )
-    if not runtime_available() and not args.quiet:
-        print(
+    if not runtime_available():
+        say(
+            args,
             "mindscape: note: llama-cpp-python is not installed; `pip install -e '.[local]'` "
             "(or `make model`) adds it",
-            file=sys.stderr,
         )
     return 0
 

@@ -85,6 +85,15 @@ def doc_text(
     return DocText(doc_id, text, chunks, chunk_ids, chunk_sents, bank), chunk_vecs
 
 
+SUMMARY_PASSAGE_TOKENS = 6000
+"""Tokens of passages one LLM summary reads at most."""
+
+
+def summary_words(budget: int) -> int:
+    """The word limit an LLM summary of `budget` tokens is asked for."""
+    return int(budget * 0.75)
+
+
 class Summarizer:
     """Summaries for the index: extractive without an LLM, else one call per summary."""
 
@@ -99,9 +108,9 @@ class Summarizer:
         if self.llm is None:
             picked = extractive_summary(self.doc.bank, sent_ids, max_tokens=budget)
             return self.doc.bank.join(picked), picked
-        body = fit_passages(passages, self.counter, 6000)
+        body = fit_passages(passages, self.counter, SUMMARY_PASSAGE_TOKENS)
         prompt = prompts.render(
-            template, passages=prompts.as_data(body), max_words=int(budget * 0.75)
+            template, passages=prompts.as_data(body), max_words=summary_words(budget)
         )
         text = self.llm.complete(prompt, system=summary_prompt.SYSTEM, role="index_summary")
         return " ".join(text.split()), sent_ids

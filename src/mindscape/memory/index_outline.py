@@ -90,6 +90,15 @@ def sections(doc: DocText, *, window: int, max_section_chunks: int) -> list[Sect
     return out
 
 
+SECTION_TOKENS = 8000
+"""Tokens of a section the outline prompt reads at most."""
+
+
+def max_items(n_chunks: int) -> int:
+    """Outline items asked of a section of `n_chunks` chunks: one per 4 chunks, 1 to 8."""
+    return max(1, min(8, n_chunks // 4 or 1))
+
+
 def llm_items(
     doc: DocText, sec: Section, idx: list[int], llm: Any, counter: TokenCounter
 ) -> list[tuple[str, str, list[int], list[tuple[int, int]]]]:
@@ -98,8 +107,8 @@ def llm_items(
     prompt = prompts.render(
         outline_prompt.USER,
         title=sec.title,
-        section=prompts.as_data(counter.truncate(section_text, 8000)),
-        max_items=max(1, min(8, len(idx) // 4 or 1)),
+        section=prompts.as_data(counter.truncate(section_text, SECTION_TOKENS)),
+        max_items=max_items(len(idx)),
     )
     data = llm.complete_json(prompt, system=outline_prompt.SYSTEM, role="index_outline")
     items = data.get("items", []) if isinstance(data, dict) else data

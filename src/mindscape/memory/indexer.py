@@ -32,7 +32,7 @@ from mindscape.memory.index_episodic import episodic_units
 from mindscape.memory.index_outline import outline_units
 from mindscape.memory.index_raptor import raptor_units
 from mindscape.memory.index_triples import chunk_triples
-from mindscape.memory.store import EMBEDDER_KEY, MemoryStore
+from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS, Unit
 from mindscape.tokens import TokenCounter, default_counter
 
@@ -126,13 +126,9 @@ class Indexer:
             report.tokens = row.get("tokens", 0)
             report.seconds = time.perf_counter() - t0
             return report
-        self.store.check_embedder(self.emb_id, besides=doc_id)  # before anything is deleted
+        self.store.claim_embedder(self.emb_id, doc_id=doc_id)  # before anything is deleted
         if row is not None:
             self.store.delete_doc(doc_id)
-        others = [d for d in self.store.cache.docs() if d["doc_id"] != doc_id]
-        if self.store.embedder() is not None or not others:
-            # an older store without the record keeps none: its vectors' embedder is unknown
-            self.store.cache.put_text(EMBEDDER_KEY, self.emb_id)
         self.store.cache.set_doc(doc_id, content_hash, fingerprint, "indexing", title=title)
         run = _DocRun(self, doc_id, text, report)
         units, vecs = run.build()

@@ -146,10 +146,12 @@ class MemoryStore:
         """The id of the embedder the store's vectors come from (None for older stores)."""
         return self.cache.get_text(EMBEDDER_KEY)
 
-    def check_embedder(self, emb_id: str, *, besides: str | None = None) -> None:
+    def check_embedder(self, emb_id: str, *, besides: str | None = None) -> bool:
         """StoreError unless `emb_id` made the vectors of the store's documents (`besides`
         one, being re-indexed): another model's vectors would be compared with them,
-        meaninglessly (or fail on a different width)."""
+        meaninglessly (or fail on a different width). True when the store may record
+        `emb_id` as its embedder: it has one already, or no other document (an older store
+        with documents but no record keeps none: their embedder is unknown)."""
         have = self.embedder()
         others = [d for d in self.cache.docs() if d["doc_id"] != besides]
         if have is not None and have != emb_id and others:
@@ -157,6 +159,13 @@ class MemoryStore:
                 f"the store {self.path} was indexed with the embedder {have}, not {emb_id}: pass "
                 f"the same --embedder (or MINDSCAPE_EMBEDDER), or index into a new store"
             )
+        return have is not None or not others
+
+    def claim_embedder(self, emb_id: str, *, doc_id: str) -> None:
+        """Before `doc_id` is (re)indexed with `emb_id`: :meth:`check_embedder`, then record
+        `emb_id` as the store's embedder where that is known to be true."""
+        if self.check_embedder(emb_id, besides=doc_id):
+            self.cache.put_text(EMBEDDER_KEY, emb_id)
 
     def collection_name(self, layer: Layer) -> str:
         """``mindscape_<layer>`` in the store's own Chroma; on a Chroma server, which many
