@@ -3,7 +3,8 @@
     python benchmarks/failure_analysis.py --run runs/local/fairytaleqa-test --bench ../shared/bench \
         --dataset fairytaleqa --split test --preset mindscape [--limit 30]
 
-Reads the run's `results.jsonl` (records keep the ids of the evidence the answer read), takes
+Reads the run's `results.jsonl` (records keep the ids of the passages the answer read, `read`;
+older records only the evidence returned with it, `evidence`, used instead), takes
 the failed questions (headline metric below 0.5), and for each one asks whether the evidence
 held the answer:
 
@@ -97,7 +98,7 @@ def main() -> None:
         spans = {
             u.id: (u.meta["char_start"], u.meta["char_end"]) for u in store.view("veridical").units
         }
-        why = verdict(q, evidence_units(store, r["evidence"]), spans)
+        why = verdict(q, evidence_units(store, r.get("read") or r["evidence"]), spans)
         store.close()
         counts[why] = counts.get(why, 0) + 1
         gold = q.answers[0] if q.answers else q.label

@@ -188,7 +188,9 @@ PRESETS: dict[str, Preset] = {
             "signature re-selected with the evidence each round, one batched Mem-Encode + "
             "Mem-Fuse call per refinement round (round 1's evidence is encoded with round 2's, so "
             "a first attempt that answers costs one call), Try-Answer, and Self-Probe with the "
-            "REFINE/ANSWER decision in one call.",
+            "REFINE/ANSWER decision in one call. σ steers retrieval; the answerer reads "
+            "passages and the evidence memory, not σ (in a 1000-token prompt σ displaced "
+            "evidence; see docs/agent.md).",
             {
                 "signature_mode": "region",
                 "activation": "hybrid",
@@ -207,7 +209,7 @@ PRESETS: dict[str, Preset] = {
                 "defer_encode": True,
                 "query_rewrite": False,
                 "answer_policy": "every-round",
-                "answer_with_signature": True,
+                "answer_with_signature": False,
                 "answer_with_evidence": True,
             },
         ),

@@ -123,6 +123,8 @@ class Attempt(TypedDict):
     """Multiple choice: the chosen option's index."""
     reasoner: NotRequired[str]
     """offline | llm | llm->offline (the LLM's output was unusable)."""
+    read: NotRequired[list[str]]
+    """Unit ids of the passages the answerer read (after its own token budget)."""
 
 
 class TraceStep(TypedDict):
@@ -142,6 +144,8 @@ class TraceStep(TypedDict):
     """Probes proposed for the next round."""
     llm_calls: int
     """LLM calls so far (cumulative)."""
+    read: NotRequired[list[str]]
+    """Unit ids of the passages this round's answer read."""
 
 
 # --------------------------------------------------------------------------- reducers
@@ -234,6 +238,8 @@ class QAOutput(TypedDict):
     ran instead (the run goes on)."""
     stop_reason: NotRequired[str]
     """answered | rounds | llm_calls | tokens | exhausted (nothing new to try)."""
+    answer_round: NotRequired[int]
+    """The round whose attempt gave the answer (0: no attempt)."""
     preset: NotRequired[str]
 
 

@@ -209,6 +209,10 @@ def test_llm_run_refines_twice_then_answers(qa_deps: Deps) -> None:
     assert out["llm_calls"] == sum(script.counts.values()) == deps.usage.calls
     assert script.counts["answer"] == 3 and script.counts["probe"] == 2
     assert out["tokens_in"] > 0 and out["tokens_out"] > 0
+    # each round records what its answer read; the answer came from round 3, which read the
+    # question's own best round-1 passage alongside the probes' new ones
+    assert out["answer_round"] == 3 and all(step["read"] for step in out["trace"])
+    assert out["trace"][0]["read"][0] in out["trace"][2]["read"]
 
 
 @pytest.mark.parametrize(

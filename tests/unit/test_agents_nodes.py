@@ -354,6 +354,9 @@ def test_answer_context_follows_the_switches() -> None:
     ]
     run(make_try_answer, d, state, preset="mindscape")
     prompt = d.chat.prompts[-1]
+    assert "<signature>" not in prompt and "CUE-TEXT" in prompt  # the preset's answerer: no σ
+    run(make_try_answer, d, state, preset="mindscape", answer_with_signature=True)
+    prompt = d.chat.prompts[-1]
     assert "<signature>" in prompt and "CUE-TEXT" in prompt
     run(
         make_try_answer,
@@ -368,9 +371,9 @@ def test_answer_context_follows_the_switches() -> None:
 
 
 def test_select_passages_puts_this_round_first_within_budget() -> None:
-    old = {"unit_id": "old", "layer": "veridical", "score": 0.99, "tokens": 5}
-    new = {"unit_id": "new", "layer": "episodic", "score": 0.1, "tokens": 5}
-    ver = {"unit_id": "ver", "layer": "veridical", "score": 0.2, "tokens": 5}
+    old = {"unit_id": "old", "layer": "veridical", "score": 0.99, "tokens": 5, "round": 2}
+    new = {"unit_id": "new", "layer": "episodic", "score": 0.1, "tokens": 5, "round": 1}
+    ver = {"unit_id": "ver", "layer": "veridical", "score": 0.2, "tokens": 5, "round": 1}
     state = {
         "round_hits": [
             {"probe": "q", "layer": "episodic", "items": [new]},
@@ -380,6 +383,25 @@ def test_select_passages_puts_this_round_first_within_budget() -> None:
     }
     assert [i["unit_id"] for i in select_passages(state, 100)] == ["ver", "new", "old"]
     assert [i["unit_id"] for i in select_passages(state, 10)] == ["ver", "new"]
+
+
+def test_a_refining_round_reads_the_questions_hits_in_turn_with_its_own() -> None:
+    def item(uid: str, round_: int, score: float, layer: str = "veridical") -> dict:
+        return {"unit_id": uid, "layer": layer, "score": score, "tokens": 5, "round": round_}
+
+    q1, q2, q3 = item("q1", 1, 0.9), item("q2", 1, 0.8), item("q3", 1, 0.7, "semantic")
+    p1, p2 = item("p1", 3, 0.6), item("p2", 3, 0.5)
+    mid = item("mid", 2, 0.95)
+    state = {
+        "rounds": 3,
+        "round_hits": [{"probe": "a probe", "layer": "veridical", "items": [p2, p1]}],
+        "retrieved": [q1, q2, q3, mid, p1, p2],
+    }
+    ids = [i["unit_id"] for i in select_passages(state, 100)]
+    # the question's round-1 hits (veridical first) and this round's, in turn; then the rest
+    assert ids == ["q1", "p1", "q2", "p2", "q3", "mid"]
+    # a small window keeps the question's best passage instead of only the probes' hits
+    assert [i["unit_id"] for i in select_passages(state, 10)] == ["q1", "p1"]
 
 
 def test_multiple_choice_and_claim_formats_offline() -> None:

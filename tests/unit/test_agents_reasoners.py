@@ -344,3 +344,18 @@ def test_answer_prompt_keeps_memory_and_passages_within_the_passage_budget() -> 
     assert len(between) // 4 <= 400 // 4
     body = prompt.split("<passages>")[1].split("</passages>")[0]
     assert 0 < (len(sigma) + len(between) + len(body)) // 4 <= 400 + 70  # one budget for all
+
+
+def test_an_attempt_records_the_passages_the_model_read() -> None:
+    chat = ScriptedChatModel(responses=['{"quote": "", "answer": "cave", "sufficient": false}'])
+    settings = LLMSettings(backend="openai", structured="off", retry_base_delay_s=0.0)
+    offline = OfflineReasoner(SentenceVectors(HashingEmbedder(256)))
+    r = LLMReasoner(chat, offline, settings=settings, passage_tokens=200)
+    passages = [{**p, "tokens": 60} for p in items()]  # 8 passages, 480 tokens: over budget
+    attempt = r.answer(AnswerRequest("Where?", "open", passages=passages), usage=Usage())  # type: ignore[arg-type]
+    prompt = chat.prompts[-1]
+    read = attempt["read"]
+    assert read, "the attempt names what it read"
+    for p in passages:  # exactly the passages in the prompt, after the budget's cut
+        assert (p["unit_id"] in read) == (p["text"] in prompt)
+    assert len(read) < len(passages), "the budget cut some passages"

@@ -119,6 +119,9 @@ def test_tiny_bench_loads_and_filters(tiny_bench: Path) -> None:
     assert [q.qid for q in load_questions(tiny_bench, "toy", split="test", limit=1)] == ["q3"]
     assert [q.qid for q in load_questions(tiny_bench, "toy", doc_ids={"d3"})] == ["q4"]
     assert load_questions(tiny_bench, "toy", limit=0) == []
+    # per_doc spreads a limit over the documents instead of taking the first one's questions
+    assert [q.qid for q in load_questions(tiny_bench, "toy", per_doc=1)] == ["q1", "q3", "q4"]
+    assert [q.qid for q in load_questions(tiny_bench, "toy", per_doc=1, limit=2)] == ["q1", "q3"]
 
 
 def test_tiny_bench_fields(tiny_bench: Path) -> None:

@@ -126,7 +126,12 @@ def fake_answerer(seen):
             "answer": answers[view["qid"]] if preset == "p1" else "no idea",
             "evidence": evidence,
             "llm_calls": 2,
-            "rounds": 1,
+            "rounds": 2,
+            "answer_round": 1,
+            "trace": [
+                {"round": 1, "read": [f"{view['doc_id']}:c0", f"{view['doc_id']}:c1"]},
+                {"round": 2, "read": [f"{view['doc_id']}:c5"]},
+            ],
         }
 
     return answer
@@ -148,6 +153,9 @@ def test_scores_each_task_and_never_shows_gold_to_the_system(bench, tmp_path):
     assert recs[("p1", "q1")]["recall_at_k"]["5"] == 1.0  # chunk 0 covers the gold span
     # what was read is kept, for failure analysis: evidence missing or misread?
     assert recs[("p1", "q1")]["evidence"] == [f"{recs[('p1', 'q1')]['doc_id']}:c0"]
+    doc = recs[("p1", "q1")]["doc_id"]
+    assert recs[("p1", "q1")]["read"] == [f"{doc}:c0", f"{doc}:c1"]  # the answer's own round
+    assert recs[("p1", "q1")]["answer_round"] == 1
     assert {g["preset"] for g in report["groups"]} == {"p1", "p2"}
     assert (tmp_path / "out" / "report.md").exists() and (tmp_path / "out" / "report.json").exists()
 

@@ -85,6 +85,7 @@ def trace_step(
         reason=reason,
         probes=probes,
         llm_calls=calls,
+        read=list(latest.get("read") or []) if latest else [],
     )
 
 
@@ -177,6 +178,7 @@ def make_refine(deps: Deps) -> Node:
             "sufficient": bool(best and best["sufficient"]),
             "evidence": final_evidence(state, best, ctx.evidence_out),
             "stop_reason": {"ANSWER": "answered", "STOP": reason}.get(decision, ""),
+            "answer_round": int(best["round"]) if best else 0,
             **cost(usage),
         }
 

@@ -1,8 +1,9 @@
 """Node `try_answer`: Try-Answer over the passages, σ and the evidence memory.
 
 Reads: question, task, options, round_hits, retrieved, signature, evidence_memory, fused, update.
-Writes: attempts. The passages are this round's hits (veridical first), then the best
-earlier evidence, packed into `answer_budget` tokens; σ and the memory are shown when
+Writes: attempts. The passages are this round's hits (veridical first), taken in turn with
+the question's own round-1 hits in a refining round, then the best earlier evidence, packed
+into `answer_budget` tokens; σ and the memory are shown when
 `answer_with_signature` / `answer_with_evidence` are on. The attempt carries an explicit
 "not enough evidence" flag and a confidence. With `answer_policy="on-decision"` (MiA-Agent)
 the generator only runs once UPDATE decided ANSWER, in the last round, or when the round found
@@ -11,6 +12,8 @@ nothing new (the loop is about to stop).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from itertools import zip_longest
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -25,15 +28,33 @@ from mindscape.state import Attempt, EvidenceItem, EvidenceNote, QAState
 
 
 def select_passages(state: QAState, budget: int) -> list[EvidenceItem]:
-    """This round's hits (by layer, then score), then earlier evidence by score, within `budget`."""
-    current = [i for g in state.get("round_hits") or [] for i in g["items"]]
-    current.sort(key=lambda i: (layer_rank(i["layer"]), -i["score"]))
+    """The passages to answer from, within `budget` tokens, in priority order.
+
+    Round 1 reads its hits (by layer, then score). A later round reads the question's own
+    round-1 hits and this round's new hits taken in turn, then the rest by score: new
+    evidence joins what the question retrieved instead of displacing it (before, a refining
+    round showed its probes' hits first, and with a small prompt budget the answer often lost
+    the very passages that held it).
+    """
+
+    def by_layer(items: Iterable[EvidenceItem]) -> list[EvidenceItem]:
+        return sorted(items, key=lambda i: (layer_rank(i["layer"]), -i["score"]))
+
+    current = by_layer(i for g in state.get("round_hits") or [] for i in g["items"])
+    retrieved = state.get("retrieved") or []
     seen = {i["unit_id"] for i in current}
-    earlier = sorted(
-        (i for i in state.get("retrieved") or [] if i["unit_id"] not in seen),
-        key=lambda i: -i["score"],
-    )
-    return pack_budget([*current, *earlier], lambda i: int(i["tokens"]), budget)
+    first = by_layer(i for i in retrieved if i["round"] == 1 and i["unit_id"] not in seen)
+    seen |= {i["unit_id"] for i in first}
+    earlier = sorted((i for i in retrieved if i["unit_id"] not in seen), key=lambda i: -i["score"])
+    return pack_budget([*alternate(first, current), *earlier], lambda i: int(i["tokens"]), budget)
+
+
+def alternate(a: list[EvidenceItem], b: list[EvidenceItem]) -> list[EvidenceItem]:
+    """a[0], b[0], a[1], b[1], …, then what is left of the longer list."""
+    out: list[EvidenceItem] = []
+    for pair in zip_longest(a, b):
+        out += [i for i in pair if i is not None]
+    return out
 
 
 def visible_notes(state: QAState, notes: bool) -> list[EvidenceNote]:
@@ -74,6 +95,7 @@ def make_try_answer(deps: Deps) -> Node:
         usage = Usage()
         attempt: Attempt = deps.reasoner(ctx).answer(req, usage=usage)
         attempt["round"] = round_
+        attempt.setdefault("read", [p["unit_id"] for p in req.passages])
         deps.usage.merge(usage)
         emit(
             runtime,

@@ -33,6 +33,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--split", required=True, choices=["dev", "test"])
     p.add_argument("--preset", default="naive,mia-rag,mindscape", help="comma-separated presets")
     p.add_argument("--limit", type=int, default=None, help="first N questions only")
+    p.add_argument(
+        "--per-doc",
+        type=int,
+        default=None,
+        help="each document's first K questions only, so --limit spreads over several books "
+        "(keep K even for nocha_sample's claim pairs)",
+    )
     p.add_argument("--out", default=None, help="output directory (default runs/eval/DATASET-SPLIT)")
     p.add_argument(
         "--stores", default=".mindscape/bench-stores", help="where per-document stores are kept"
@@ -95,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         out=out,
         stores=Path(args.stores),
         limit=args.limit,
+        per_doc=args.per_doc,
         concurrency=args.concurrency,
         pooled=args.pooled,
         progress=not args.quiet,
@@ -130,7 +138,7 @@ def _estimate(args: argparse.Namespace, presets: list[str], backend: str) -> int
     from mindscape.estimate import Cost, eval_cost
     from mindscape.eval.bench import load_questions
 
-    qs = load_questions(args.bench, args.dataset, args.split, args.limit)
+    qs = load_questions(args.bench, args.dataset, args.split, args.limit, per_doc=args.per_doc)
     asked = [(q.question, q.options) for q in qs]
     rows: dict[str, dict[str, list[float]]] = {}
     for preset in presets:

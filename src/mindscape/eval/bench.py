@@ -270,16 +270,21 @@ def load_questions(
     split: str | None = None,
     limit: int | None = None,
     doc_ids: Iterable[str] | None = None,
+    per_doc: int | None = None,
 ) -> list[BenchQuestion]:
     """Load the questions of a dataset in file order, optionally by split and/or doc ids.
 
-    `limit` keeps at most that many questions (after filtering).
+    `per_doc` keeps each document's first that many questions, so that a `limit` spreads over
+    several books rather than taking the first book's; `limit` then keeps at most that many
+    questions (after filtering).
     """
     path = _dataset_file(resolve_bench_dir(bench_dir), dataset, split, "questions.jsonl")
-    if limit is not None and limit < 0:
-        raise BenchError(f"limit must be >= 0, got {limit}")
+    for name, value in (("limit", limit), ("per_doc", per_doc)):
+        if value is not None and value < 0:
+            raise BenchError(f"{name} must be >= 0, got {value}")
     wanted = set(doc_ids) if doc_ids is not None else None
     questions: list[BenchQuestion] = []
+    taken: dict[str, int] = {}
     for row in _iter_jsonl(path):
         if limit is not None and len(questions) >= limit:
             break
@@ -287,6 +292,10 @@ def load_questions(
             continue
         if wanted is not None and row.get("doc_id") not in wanted:
             continue
+        doc = str(row.get("doc_id"))
+        if per_doc is not None and taken.get(doc, 0) >= per_doc:
+            continue
+        taken[doc] = taken.get(doc, 0) + 1
         questions.append(_question_from_row(row))
     return questions
 

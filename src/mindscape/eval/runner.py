@@ -46,6 +46,8 @@ class EvalSettings:
     out: Path
     stores: Path
     limit: int | None = None
+    per_doc: int | None = None
+    """At most this many questions per document (before `limit`)."""
     concurrency: int = 1
     pooled: bool = False
     progress: bool = True
@@ -130,7 +132,11 @@ def load_done(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
 def prepare(settings: EvalSettings, embedder: Any = None) -> tuple[list[BenchQuestion], list[str]]:
     """Load the split's questions and build the stores of their documents."""
     questions = load_questions(
-        settings.bench, settings.dataset, settings.split, limit=settings.limit
+        settings.bench,
+        settings.dataset,
+        settings.split,
+        limit=settings.limit,
+        per_doc=settings.per_doc,
     )
     doc_ids = sorted({q.doc_id for q in questions})
     docs = load_documents(settings.bench, settings.dataset, settings.split, doc_ids=doc_ids)
@@ -145,7 +151,11 @@ def run_eval(
     from mindscape.eval.report import Provenance, write_report
 
     questions = load_questions(
-        settings.bench, settings.dataset, settings.split, limit=settings.limit
+        settings.bench,
+        settings.dataset,
+        settings.split,
+        limit=settings.limit,
+        per_doc=settings.per_doc,
     )
     doc_ids = sorted({q.doc_id for q in questions})
     docs = load_documents(settings.bench, settings.dataset, settings.split, doc_ids=doc_ids)
@@ -180,6 +190,8 @@ def run_eval(
             "stop_reason": out.get("stop_reason"),
             "confidence": out.get("confidence"),
             "evidence": [e.get("unit_id") for e in out.get("evidence") or []],
+            "answer_round": out.get("answer_round", 0),
+            "read": answer_read(out),
             "latency_s": round(time.perf_counter() - t0, 4),
             **score(q, out, spans),
         }
@@ -200,6 +212,15 @@ def run_eval(
         settings=_settings_dict(settings),
     )
     return write_report(records, settings.out, provenance)["report"]
+
+
+def answer_read(output: dict[str, Any]) -> list[str]:
+    """Unit ids the answer's own attempt read (from its round of the trace)."""
+    round_ = output.get("answer_round")
+    for step in output.get("trace") or []:
+        if step.get("round") == round_:
+            return list(step.get("read") or [])
+    return []
 
 
 def graph_answer_fn(settings: EvalSettings) -> AnswerFn:
@@ -232,6 +253,7 @@ def _settings_dict(s: EvalSettings) -> dict[str, Any]:
         "split": s.split,
         "presets": s.presets,
         "limit": s.limit,
+        "per_doc": s.per_doc,
         "concurrency": s.concurrency,
         "pooled": s.pooled,
         **{k: v for k, v in s.extra.items() if k != "command"},

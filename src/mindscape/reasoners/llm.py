@@ -452,6 +452,7 @@ class LLMReasoner:
             support=support,
             choice=choice,
             reasoner=self.name,
+            read=[p["unit_id"] for p in shown],
         )
 
     def refine(self, req: RefineRequest, *, usage: Usage) -> RefineResult:
