@@ -6,10 +6,15 @@ renders every index prompt's fixed part, so episodic, outline and triple calls a
 exactly and their input tokens to within the passages' trimming. Only the semantic tree is
 approximate: its clusters come from the embeddings, so its calls are taken as one per
 :data:`CHUNKS_PER_CLUSTER` chunks (the ratio measured on bench books and the bundled story)
-and its input as every chunk read once more. The eval estimate counts the answer prompt of
-one round (passages at the run's passage budget plus the fixed prompt) and the number of
-rounds the preset allows under its call and token budgets: `naive` makes exactly one call,
-the loop presets between one round and their budget.
+and its input as every chunk read once more. With N MoM paths (``mom_paths``) each section's
+outline call is made N times, and choosing among them costs the evaluator's reads, counted as
+``mom_score`` calls and prompt tokens: per candidate, one break question per pair of adjacent
+atomic chunks and one perplexity read per chunk, with a chunk per outline item asked for (the
+section split evenly among them; about 4 characters a token for the break question's excerpts).
+
+The eval estimate counts the answer prompt of one round (passages at the run's passage budget
+plus the fixed prompt) and the number of rounds the preset allows under its call and token
+budgets: `naive` makes exactly one call, the loop presets between one round and their budget.
 
 Seconds assume the local model's speed on this machine (``MINDSCAPE_PROMPT_TPS``, default
 :data:`PROMPT_TPS` prompt tokens per second; ``MINDSCAPE_OUTPUT_TPS``, default
@@ -29,9 +34,12 @@ from mindscape import prompts
 from mindscape.memory.chunking import iter_chunks
 from mindscape.memory.index_doc import SUMMARY_PASSAGE_TOKENS, DocText, summary_words
 from mindscape.memory.index_outline import SECTION_TOKENS, max_items, sections
+from mindscape.memory.indexer import IndexConfig
+from mindscape.memory.mom_paths import BREAK_CHARS
 from mindscape.memory.summarize import SentenceBank
 from mindscape.memory.windows import windows
 from mindscape.prompts import answer as answer_prompt
+from mindscape.prompts import mom as mom_prompt
 from mindscape.prompts import outline as outline_prompt
 from mindscape.prompts import summarize as summary_prompt
 from mindscape.prompts import triples as triples_prompt
@@ -45,6 +53,8 @@ CHUNKS_PER_CLUSTER = 10.0
 """Chunks per semantic-tree summary, all levels together (bench books: 12.4; the story: 8.5)."""
 TRIPLES_OUT = 150
 """Output tokens of one triples call (up to 12 short triples as JSON)."""
+OUTLINE_OUT_PER_ITEM = 60
+"""Output tokens of one outline item (title, core content, one anchor)."""
 OUT_PER_CALL = 100
 """Output tokens of one query-time call (the answer JSON; roles cap theirs at 200–500)."""
 
@@ -93,6 +103,7 @@ def index_cost(
     summary_tokens: int = 160,
     max_section_chunks: int = 40,
     triples: bool = True,
+    mom_paths: int = IndexConfig.mom_paths,
     counter: TokenCounter | None = None,
 ) -> tuple[Cost, dict[str, int]]:
     """The LLM cost of indexing `(doc_id, text)` pairs with an LLM, and what the index would
@@ -109,6 +120,8 @@ def index_cost(
     fixed_triples = _fixed(
         counter, triples_prompt.SYSTEM, triples_prompt.USER, passage="", max_triples=12
     )
+    fixed_break = counter.count(prompts.render(mom_prompt.BREAK, first="", second=""))
+    fixed_core = counter.count(prompts.render(mom_prompt.CORE, core=""))
     for doc_id, text in docs:
         chunks = list(iter_chunks(text, counter, chunk_size, overlap))
         n = len(chunks)
@@ -148,7 +161,23 @@ def index_cost(
                 section="",
                 max_items=items,
             )
-            cost.add("outline", 1, fixed + body, 60 * items)
+            cost.add(
+                "outline",
+                mom_paths,
+                mom_paths * (fixed + body),
+                mom_paths * OUTLINE_OUT_PER_ITEM * items,
+            )
+            if mom_paths > 1:
+                per_chunk = body // items
+                excerpt = min(per_chunk, BREAK_CHARS // 4)
+                breaks = (items - 1) * (fixed_break + 2 * excerpt)
+                reads = items * (fixed_core + OUTLINE_OUT_PER_ITEM + per_chunk)
+                cost.add(
+                    "mom_score",
+                    mom_paths * (2 * items - 1),
+                    mom_paths * (breaks + reads),
+                    mom_paths * (items - 1),
+                )
         if triples:
             cost.add("triples", n, n * fixed_triples + sum(toks), n * TRIPLES_OUT)
     return cost, shape

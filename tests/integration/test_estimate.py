@@ -4,6 +4,7 @@ and printing it calls no model and writes no store."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -43,10 +44,11 @@ def test_index_estimate_matches_an_llm_index(
     store = tmp_path / "store"
     with FakeOpenAIServer(_reply) as server:
         _endpoint(monkeypatch, server.base_url)
-        assert main(["index", str(STORY), "--store", str(store), "--estimate", "--json"]) == 0
+        one = ["--mom-paths", "1"]  # several paths: the test below
+        assert main(["index", str(STORY), "--store", str(store), "--estimate", "--json", *one]) == 0
         estimate = json.loads(capsys.readouterr().out)
         assert server.requests == [] and not store.exists()  # no call, no store
-        assert main(["index", str(STORY), "--store", str(store), "--quiet"]) == 0
+        assert main(["index", str(STORY), "--store", str(store), "--quiet", *one]) == 0
     counter = default_counter()
     calls = len(server.requests)
     tokens_in = sum(counter.count(all_text(r)) for r in server.requests)
@@ -55,6 +57,75 @@ def test_index_estimate_matches_an_llm_index(
     assert _within(llm["tokens_in"], tokens_in), (llm["tokens_in"], tokens_in)
     triples = sum("subject-relation-object" in all_text(r) for r in server.requests)
     assert llm["parts"]["triples"]["calls"] == triples == estimate["index"]["chunks"]
+
+
+def _paths_reply(request: dict) -> str:
+    """Outline answers with as many items as asked, one anchored chunk each, cut a little
+    differently per path (the request's seed), so every path's chunks are scored."""
+    text = all_text(request)
+    if '"items"' not in text:
+        return _reply(request)
+    n = int(re.search(r"between 1 and (\d+) items", text).group(1))
+    words = text.split("<section>")[1].split("</section>")[0].split()
+    seed = int(request.get("seed") or 0)
+    cuts = [0, *(len(words) * j // n + seed for j in range(1, n)), len(words)]
+    items = [
+        {
+            "title": f"Part {j}",
+            "core": f"What happens in part {j}, as path {seed} reads it.",
+            "chunks": [{"head": " ".join(words[a : a + 7]), "tail": " ".join(words[b - 6 : b])}],
+        }
+        for j, (a, b) in enumerate(zip(cuts, cuts[1:], strict=False))
+    ]
+    return json.dumps({"items": items})
+
+
+class _CountingEvaluator:
+    """Counts the evaluator's reads and the tokens they read."""
+
+    def __init__(self) -> None:
+        self.calls, self.tokens = 0, 0
+
+    def yes_probability(self, question: str) -> float:
+        self.calls += 1
+        self.tokens += default_counter().count(question)
+        return 0.5
+
+    def perplexity(self, context: str, target: str) -> float:
+        self.calls += 1
+        self.tokens += default_counter().count(context + target)
+        return 2.0
+
+
+def test_index_estimate_counts_the_mom_paths_and_their_scoring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three paths (the default): three outline calls per section, and the evaluator's reads
+    that choose among them as `mom_score`, within 20% of what the index then does."""
+    import mindscape.memory.indexer as indexer
+
+    evaluator = _CountingEvaluator()
+    monkeypatch.setattr(indexer, "default_evaluator", lambda: evaluator)
+    store = tmp_path / "store"
+    small = ["--chunk-size", "32"]  # sections of 8+ chunks: two items, so breaks are asked
+    with FakeOpenAIServer(_paths_reply) as server:
+        _endpoint(monkeypatch, server.base_url)
+        assert (
+            main(["index", str(STORY), "--store", str(store), "--estimate", "--json", *small]) == 0
+        )
+        estimate = json.loads(capsys.readouterr().out)
+        assert main(["index", str(STORY), "--store", str(store), "--quiet", *small]) == 0
+    parts = estimate["llm"]["parts"]
+    assert parts["mom_score"]["tokens_out"] > 0  # break questions were counted
+    outline = [r for r in server.requests if '"items"' in all_text(r)]
+    assert parts["outline"]["calls"] == len(outline) == 3 * estimate["index"]["sections"]
+    assert sorted({r.get("seed") for r in outline}, key=str) == [1, 2, None]
+    sampled = [(r["temperature"], r["top_p"]) for r in outline if r.get("seed")]
+    assert set(sampled) == {(0.7, 0.9)}  # the sampled paths reach the endpoint as sampled
+    assert _within(parts["mom_score"]["calls"], evaluator.calls), (parts, evaluator.calls)
+    assert _within(parts["mom_score"]["tokens_in"], evaluator.tokens), (parts, evaluator.tokens)
+    assert main(["index", str(STORY), "--estimate", "--mom-paths", "2"]) == 0
+    assert "mom_score" in capsys.readouterr().out
 
 
 def test_index_estimate_offline_says_no_llm_calls(capsys: pytest.CaptureFixture[str]) -> None:

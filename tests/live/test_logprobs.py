@@ -34,3 +34,25 @@ def test_a_core_that_describes_its_chunk_predicts_it_better(scorer) -> None:  # 
 def test_yes_probability_reads_the_answer_token(scorer) -> None:  # noqa: ANN001
     assert scorer.yes_probability("Is water wet? Answer yes or no.") > 0.5
     assert scorer.yes_probability("Is fire cold? Answer yes or no.") < 0.5
+
+
+def test_the_scorer_chooses_among_mom_candidates(scorer) -> None:  # noqa: ANN001
+    """MoM's choice with the real model: cores that describe their chunks beat cores that do
+    not, and every score is a probability or a positive completeness."""
+    from mindscape.memory.mom_paths import CachedEvaluator, choose
+    from mindscape.tokens import default_counter
+    from tests.fakes import DictCache
+
+    ball = "The king held a festival that lasted three days, and all the maidens were invited."
+    right = [
+        (CHUNK, "Cinderella's father brings her the hazel branch she asked for."),
+        (ball, "The king announces a three-day festival for all the maidens."),
+    ]
+    wrong = [(text, "The stock market fell as investors feared higher rates.") for text, _ in right]
+    cache = DictCache()
+    choice = choose([wrong, right], CachedEvaluator(scorer, cache), default_counter())
+    assert all(0.0 <= s <= 1.0 for s in choice.clarity)
+    assert choice.completeness[1] > choice.completeness[0] > 0
+    assert choice.clarity[0] == choice.clarity[1]  # the same chunks: the same break question
+    assert choice.chosen == 1
+    assert len(cache.data) == 5  # one break question and four reads, each cached once

@@ -17,6 +17,7 @@ DATA_COMMANDS = {
     "demo",
     "model status",
     "model serve",
+    "mom export",
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -146,7 +147,8 @@ def _scripted_llm(cache=None):
 def test_llm_roles_feed_the_layers_and_are_cached(tmp_path, story):
     store = MemoryStore(tmp_path / "store")
     llm, chat = _scripted_llm(store.cache)
-    ix = Indexer(store, HashingEmbedder(), llm=llm, config=SMALL, progress=False)
+    one_path = replace(SMALL, mom_paths=1)  # several paths: tests/unit/test_mom_paths.py
+    ix = Indexer(store, HashingEmbedder(), llm=llm, config=one_path, progress=False)
     ix.index("cin", story)
     assert {u.text for u in store.view("episodic").units} == {"A summary written by the model."}
     chunk = store.view("veridical").units[0]

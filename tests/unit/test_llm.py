@@ -380,6 +380,22 @@ def test_cache_key_components() -> None:
     assert len(keys) == 5 and all(len(k) == 64 for k in keys)
 
 
+def test_a_sampled_client_decodes_and_caches_on_its_own() -> None:
+    """`sampled` copies the chat model with the decoding fields; its answers are cached under
+    keys of their own (N sampled paths never collapse into one cached answer), and it shares
+    the cache, the ledger and the unsampled keys of its parent."""
+    cache = DictCache()
+    chat = scripted("greedy", "path 1", "path 2")
+    llm = _llm(chat, cache=cache)
+    one, two = (llm.sampled(temperature=0.7, top_p=0.9, seed=s) for s in (1, 2))
+    assert (one.chat.temperature, one.chat.top_p, one.chat.seed) == (0.7, 0.9, 1)
+    assert llm.decoding == {} and llm.chat is chat
+    assert [c.complete("q") for c in (llm, one, two)] == ["greedy", "path 1", "path 2"]
+    assert [c.complete("q") for c in (llm, one, two)] == ["greedy", "path 1", "path 2"]  # cached
+    assert len(cache.data) == 3 and llm.usage.calls == 3 and llm.usage.cache_hits == 3
+    assert llm.cache_key("q") == _llm(scripted()).cache_key("q")  # unsampled keys unchanged
+
+
 def test_complete_and_complete_json_do_not_share_cache_entries() -> None:
     cache = DictCache()
     llm = _llm(scripted('```json\n{"a": 1}\n```', '{"a": 1}'), cache=cache)

@@ -56,6 +56,11 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="'minilm' (default, packaged) or a local BGE model directory ($MINDSCAPE_EMBEDDER)",
     )
+    add_llm_options(p)
+
+
+def add_llm_options(p: argparse.ArgumentParser) -> None:
+    """LLM backend options: `--llm`, `--model`, `--base-url`, `--local-model`."""
     p.add_argument(
         "--llm",
         choices=LLM_CHOICES,

@@ -15,6 +15,7 @@ from mindscape.commands.common import (
     settings_from_args,
     warn,
 )
+from mindscape.errors import InputError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -28,6 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "mindscape index book.txt --store runs/book",
             "mindscape index book.txt --estimate            # LLM calls and tokens, nothing run",
             "mindscape index docs.jsonl --doc-id d1 --doc-id d2 --store runs/series --json",
+            "mindscape index book.txt --llm openai --mom-paths 1   # one MoM memory per section",
         ),
     )
     p.add_argument("files", nargs="+", metavar="FILE", help=".txt, .md or documents.jsonl")
@@ -53,6 +55,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=20,
         help="chunks per episodic session, W (default %(default)s)",
+    )
+    p.add_argument(
+        "--mom-paths",
+        type=int,
+        default=3,
+        metavar="N",
+        help="with an index LLM: candidate MoM memories per outline section, one chosen by the "
+        "local model's token probabilities (default %(default)s; 1: one greedy memory, no "
+        "scoring)",
+    )
+    p.add_argument(
+        "--mom-k",
+        type=int,
+        default=60,
+        metavar="K",
+        help="k of the rank fusion that chooses among the MoM paths (default %(default)s)",
     )
     add_quiet_option(p)
     p.add_argument(
@@ -96,6 +114,8 @@ def run_index(args: argparse.Namespace) -> int:
 
     from mindscape.sources import load_sources
 
+    if args.mom_paths < 1:
+        raise InputError(f"--mom-paths must be at least 1 (got {args.mom_paths})")
     docs = load_sources(args.files, args.doc_id)  # raises before the store is touched
     for d in docs:
         for w in d.warnings:
@@ -113,7 +133,13 @@ def run_index(args: argparse.Namespace) -> int:
     )
     from mindscape.memory.store import MemoryStore
 
-    config = IndexConfig(chunk_size=args.chunk_size, chunk_overlap=args.overlap, window=args.window)
+    config = IndexConfig(
+        chunk_size=args.chunk_size,
+        chunk_overlap=args.overlap,
+        window=args.window,
+        mom_paths=args.mom_paths,
+        mom_k=args.mom_k,
+    )
     store = MemoryStore(args.store)
     llm = llm_from_args(args, store.cache)
     fingerprint = config.fingerprint(
@@ -168,6 +194,7 @@ def _estimate(args: argparse.Namespace, docs: list) -> int:
         chunk_size=args.chunk_size,
         overlap=args.overlap,
         window=args.window,
+        mom_paths=args.mom_paths,
     )
     out = {
         "backend": settings.backend,
@@ -189,6 +216,11 @@ def _estimate(args: argparse.Namespace, docs: list) -> int:
         print(f"with the {settings.backend} backend: {what}")
         for part, row in cost.parts.items():
             print(f"  {part:<9} {row['calls']:>7} calls {row['tokens_in']:>10} tokens in")
+        if "mom_score" in cost.parts:
+            print(
+                f"  (mom_score: the local model's reads that choose among {args.mom_paths} MoM "
+                "paths per section, in process)"
+            )
     else:
         print(f"with the {settings.backend} backend: no LLM calls (extractive summaries)")
         print(f"with an index LLM (--index-llm or an endpoint) it would be: {what}")
@@ -215,3 +247,6 @@ def _print_summary(s: dict) -> None:
         print(f"  {layer:<10} {n:>7} units")
     for d in s["docs"]:
         print(f"  - {d['doc_id']}: {d.get('title') or ''} ({d.get('tokens') or '?'} tokens)")
+        if d.get("mom_chosen"):
+            chosen = " ".join(str(c) for c in d["mom_chosen"])
+            print(f"    MoM path chosen per outline section: {chosen}")

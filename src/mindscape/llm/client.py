@@ -16,6 +16,7 @@ Every LLM role in mindscape (summaries, probes, cues, answers, decisions) goes t
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -196,6 +197,8 @@ class LLM:
         self.structured: StructuredMode = self.settings.structured_mode()
         """The structured-output mode in use; ``auto`` turns ``off`` when the endpoint
         rejects structured requests (callers may read it to remember the switch)."""
+        self.decoding: dict[str, Any] = {}
+        """Decoding parameters set by :meth:`sampled` (part of the cache keys when set)."""
 
     @classmethod
     def from_settings(
@@ -227,10 +230,22 @@ class LLM:
                 return value
         return self.settings.model_name() or type(self.chat).__name__
 
+    def sampled(self, **decoding: Any) -> LLM:
+        """This client decoding with other parameters (``temperature``, ``top_p``, ``seed``):
+        a copy of the chat model with those fields, sharing the cache and the usage ledger.
+        The parameters join its cache keys, so each sampled answer is cached on its own."""
+        twin = copy.copy(self)
+        twin.chat = self.chat.model_copy(update=decoding)
+        twin.decoding = {**self.decoding, **decoding}
+        return twin
+
     def cache_key(self, prompt: str, *, system: str | None = None, schema_name: str = "") -> str:
-        """sha256 of (model id, system, prompt, schema name); ``""`` for plain text."""
-        payload = json.dumps([self.model_id, system or "", prompt, schema_name])
-        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+        """sha256 of (model id, system, prompt, schema name); ``""`` for plain text. A
+        :meth:`sampled` client adds its decoding parameters."""
+        parts: list[Any] = [self.model_id, system or "", prompt, schema_name]
+        if self.decoding:
+            parts.append(sorted(self.decoding.items()))
+        return hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
 
     # ---- messages and accounting
 

@@ -33,9 +33,12 @@ class LocalScorer:
         from mindscape.llm.local_model import require_model
         from mindscape.llm.server import default_threads
 
+        path = require_model(str(model_path) if model_path else None)
         self.n_ctx = n_ctx
+        self.model_id = path.name
+        """The GGUF file's name (what cached scores are keyed by)."""
         self.llm: Any = Llama(
-            model_path=str(require_model(str(model_path) if model_path else None)),
+            model_path=str(path),
             n_ctx=n_ctx,
             logits_all=True,
             n_threads=default_threads(),

@@ -6,22 +6,40 @@ Offline, each section is one item whose core content is an extractive summary. W
 each section yields items with a title, core content and atomic chunks written as
 ``head…[MASK]…tail`` anchors, resolved exactly (then fuzzily) in the section text
 (:func:`mindscape.memory.outline.resolve_anchor`); an item covers the chunks its anchors
-land in, or the whole section.
+land in, or the whole section. With ``paths`` > 1 each section gets that many candidate
+memories (greedy, then sampled) and an evaluator model chooses one
+(:mod:`mindscape.memory.mom_paths`); its scores are kept in the units' ``meta["mom"]``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from typing import Any, NamedTuple
 
 from mindscape import prompts
+from mindscape.llm.output import LLMOutputError
 from mindscape.memory.embed_cache import Bar
 from mindscape.memory.index_doc import DocText
+from mindscape.memory.mom_paths import AtomicChunk, Evaluator, choose, path_clients
 from mindscape.memory.outline import Section, detect_sections, resolve_anchor
 from mindscape.memory.summarize import extractive_summary
 from mindscape.memory.types import Unit
 from mindscape.memory.windows import windows
 from mindscape.prompts import outline as outline_prompt
 from mindscape.tokens import TokenCounter
+
+logger = logging.getLogger(__name__)
+
+
+class Item(NamedTuple):
+    """One outline item an LLM wrote for a section."""
+
+    title: str
+    core: str
+    covered: list[int]
+    """The chunks its atomic spans land in (the whole section when none resolved)."""
+    spans: list[tuple[int, int]]
+    """Its atomic chunks, as resolved character spans of the document."""
 
 
 def outline_units(
@@ -33,8 +51,12 @@ def outline_units(
     max_section_chunks: int,
     core_tokens: int,
     bar: Bar,
+    paths: int = 1,
+    evaluator: Evaluator | None = None,
+    k: int = 60,
 ) -> list[Unit]:
-    """The outline items of the document, in section order."""
+    """The outline items of the document, in section order (with an LLM: `paths` candidate
+    memories per section, chosen among by `evaluator` with RRF constant `k`)."""
     units: list[Unit] = []
 
     def add(title: str, core: str, idx: list[int], order: int, meta: dict[str, Any]) -> None:
@@ -60,9 +82,55 @@ def outline_units(
             picked = extractive_summary(doc.bank, doc.sents_of(idx), max_tokens=core_tokens)
             add(sec.title, doc.bank.join(picked), idx, n, {})
             continue
-        for title, core, covered, spans in llm_items(doc, sec, idx, llm, counter):
-            add(title, core, covered, n, {"atomic_spans": spans})
+        items, meta = section_memory(doc, sec, idx, llm, counter, paths, evaluator, k)
+        for it in items:
+            add(it.title, it.core, it.covered, n, {"atomic_spans": it.spans, **meta})
     return units
+
+
+def section_memory(
+    doc: DocText,
+    sec: Section,
+    idx: list[int],
+    llm: Any,
+    counter: TokenCounter,
+    paths: int,
+    evaluator: Evaluator | None,
+    k: int,
+) -> tuple[list[Item], dict[str, Any]]:
+    """A section's items: the one candidate, or of `paths` candidates the one `evaluator`
+    chooses, with the choice for the units' metadata (``{"mom": ...}``)."""
+    if paths <= 1:
+        return llm_items(doc, sec, idx, llm, counter), {}
+    if evaluator is None:
+        raise ValueError("choosing among MoM paths needs an evaluator")
+    candidates = [
+        path_items(doc, sec, idx, client, counter, path)
+        for path, client in enumerate(path_clients(llm, paths))
+    ]
+    choice = choose([atomic_chunks(doc.text, c) for c in candidates], evaluator, counter, k)
+    return candidates[choice.chosen], {"mom": choice.as_meta()}
+
+
+def path_items(
+    doc: DocText, sec: Section, idx: list[int], llm: Any, counter: TokenCounter, path: int
+) -> list[Item]:
+    """One path's items. A sampled path (1 and up) whose answer stays unusable after the
+    re-ask is an empty candidate (it scores last); the greedy path's failure is an error."""
+    try:
+        return llm_items(doc, sec, idx, llm, counter)
+    except LLMOutputError as exc:
+        if path == 0:
+            raise
+        logger.warning(
+            "%s, %s: MoM path %d gave no usable memory (%s)", doc.doc_id, sec.title, path, exc
+        )
+        return []
+
+
+def atomic_chunks(text: str, items: list[Item]) -> list[AtomicChunk]:
+    """A candidate's atomic chunks in memory order, each with its item's core content."""
+    return [(text[s:e], it.core) for it in items for s, e in it.spans]
 
 
 def sections(doc: DocText, *, window: int, max_section_chunks: int) -> list[Section]:
@@ -101,8 +169,8 @@ def max_items(n_chunks: int) -> int:
 
 def llm_items(
     doc: DocText, sec: Section, idx: list[int], llm: Any, counter: TokenCounter
-) -> list[tuple[str, str, list[int], list[tuple[int, int]]]]:
-    """MoM extraction of one section: (title, core, covered chunks, atomic spans) per item."""
+) -> list[Item]:
+    """MoM extraction of one section by the expert prompt, its anchors resolved."""
     section_text = doc.text[sec.start : sec.end]
     prompt = prompts.render(
         outline_prompt.USER,
@@ -130,6 +198,8 @@ def llm_items(
             if any(doc.chunks[i].char_start < e and doc.chunks[i].char_end > s for s, e in spans)
         ]
         out.append(
-            (str(item.get("title", sec.title)), str(item.get("core", "")), covered or idx, spans)
+            Item(
+                str(item.get("title", sec.title)), str(item.get("core", "")), covered or idx, spans
+            )
         )
     return out

@@ -1,8 +1,8 @@
 """Build the layered memory of a document into a store.
 
 Stages, each with its own progress bar: chunk → embed chunks (and their sentences) →
-episodic sessions → semantic tree → MoM outline → (triples, with an LLM) → embed units →
-write. The indexer orchestrates; each layer has its builder, a function from the document's
+episodic sessions → semantic tree → MoM outline (with an LLM, N candidate memories per
+section and one chosen by an evaluator model) → (triples, with an LLM) → embed units → write. The indexer orchestrates; each layer has its builder, a function from the document's
 chunks to its units: :mod:`~mindscape.memory.index_episodic`,
 :mod:`~mindscape.memory.index_raptor`, :mod:`~mindscape.memory.index_outline`,
 :mod:`~mindscape.memory.index_triples`, over :mod:`~mindscape.memory.index_doc` (the
@@ -32,6 +32,7 @@ from mindscape.memory.index_episodic import episodic_units
 from mindscape.memory.index_outline import outline_units
 from mindscape.memory.index_raptor import raptor_units
 from mindscape.memory.index_triples import chunk_triples
+from mindscape.memory.mom_paths import CachedEvaluator, Evaluator, default_evaluator
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS, Unit
 from mindscape.tokens import TokenCounter, default_counter
@@ -54,10 +55,20 @@ class IndexConfig:
     cluster: ClusterParams = field(default_factory=ClusterParams)
     triples: bool = True
     """Extract triples per chunk (LLM backend only)."""
+    mom_paths: int = 3
+    """N: candidate MoM memories per outline section (LLM backend only); an evaluator model
+    chooses one by clarity and completeness. 1: the single greedy memory, nothing scored."""
+    mom_k: int = 60
+    """k of the reciprocal-rank fusion that chooses among the MoM paths."""
 
     def fingerprint(self, embedder: str, llm: str) -> str:
-        """A hash of everything that shapes the index."""
-        return content_key(repr(asdict(self)), embedder, llm)[:16]
+        """A hash of everything that shapes the index (the MoM path settings only with an
+        LLM: an index without one, `llm` "offline" or "", has no paths, and stays current
+        when they change)."""
+        fields = asdict(self)
+        if llm in ("offline", ""):
+            del fields["mom_paths"], fields["mom_k"]
+        return content_key(repr(fields), embedder, llm)[:16]
 
 
 @dataclass
@@ -92,11 +103,18 @@ class Indexer:
         config: IndexConfig | None = None,
         counter: TokenCounter | None = None,
         progress: bool = True,
+        evaluator: Evaluator | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.llm = llm
         self.config = config or IndexConfig()
+        self.evaluator: Evaluator | None = None
+        """What chooses among MoM paths, its scores cached in the store (only with an LLM and
+        more than one path; default: the local model in process, loaded here, before any
+        document is touched)."""
+        if llm is not None and self.config.mom_paths > 1:
+            self.evaluator = CachedEvaluator(evaluator or default_evaluator(), store.cache)
         self.counter = counter or default_counter()
         self.progress = progress
         self.emb_id = embedder_id(embedder)
@@ -138,6 +156,7 @@ class Indexer:
         report.tokens = self.counter.count_long(text)
         report.seconds = time.perf_counter() - t0
         report.peak_rss_mb = peak_rss_mb()
+        chosen = {u.order: u.meta["mom"]["chosen"] for u in units if "mom" in u.meta}
         self.store.cache.set_doc(
             doc_id,
             content_hash,
@@ -146,6 +165,7 @@ class Indexer:
             title=title,
             tokens=report.tokens,
             layers=report.layers,
+            **({"mom_chosen": [chosen[o] for o in sorted(chosen)]} if chosen else {}),
         )
         return report
 
@@ -298,6 +318,9 @@ class _DocRun:
                 max_section_chunks=cfg.max_section_chunks,
                 core_tokens=cfg.core_tokens,
                 bar=bar,
+                paths=cfg.mom_paths,
+                evaluator=ix.evaluator,
+                k=cfg.mom_k,
             )
         triples: dict[int, list[list[str]]] = {}
         if ix.llm is not None and cfg.triples:

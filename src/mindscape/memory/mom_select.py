@@ -59,11 +59,16 @@ def core_completeness(
     content; ``core_tokens[i]`` is the core's length in tokens (at least 2 is assumed, so the
     log stays positive: a one-token core is no summary).
     """
-    if not chunk_logprobs:
+    return completeness_of([perplexity(lps) for lps in chunk_logprobs], core_tokens)
+
+
+def completeness_of(perplexities: Sequence[float], core_tokens: Sequence[int]) -> float:
+    """``S_comp`` from each chunk's perplexity given its core, ``PPL(a_i | c_i)``, and the
+    core's length in tokens (floored at 2, as in :func:`core_completeness`)."""
+    if not perplexities:
         return 0.0
     terms = [
-        1.0 / (perplexity(lps) * math.log(max(2, n)))
-        for lps, n in zip(chunk_logprobs, core_tokens, strict=True)
+        1.0 / (ppl * math.log(max(2, n))) for ppl, n in zip(perplexities, core_tokens, strict=True)
     ]
     return sum(terms) / len(terms)
 

@@ -252,7 +252,8 @@ class MemoryStore:
         """Counts per layer and the documents: what `mindscape inspect` prints.
 
         Counts come from the manifest (written when a document's units are stored), so this
-        needs neither Chroma nor the model.
+        needs neither Chroma nor the model. A document whose outline chose among MoM paths
+        also lists the path chosen per section (``mom_chosen``).
         """
         docs = self.documents()
         return {
@@ -262,7 +263,13 @@ class MemoryStore:
                 layer: sum(int((d.get("layers") or {}).get(layer, 0)) for d in docs)
                 for layer in LAYERS
             },
-            "docs": [{k: d.get(k) for k in ("doc_id", "title", "tokens", "layers")} for d in docs],
+            "docs": [
+                {
+                    **{k: d.get(k) for k in ("doc_id", "title", "tokens", "layers")},
+                    **({"mom_chosen": d["mom_chosen"]} if d.get("mom_chosen") else {}),
+                }
+                for d in docs
+            ],
         }
 
     def close(self) -> None:

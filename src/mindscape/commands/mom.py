@@ -1,0 +1,105 @@
+"""`mindscape mom export`: MoM's CoM training data (document, reasoning path, memory).
+
+mindscape mom export --store DIR --out FILE.jsonl   one chat-format record per document
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from mindscape.commands.common import (
+    add_llm_options,
+    add_quiet_option,
+    add_store_option,
+    examples,
+    say,
+    settings_from_args,
+)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register `mom` and its actions."""
+    p = sub.add_parser(
+        "mom",
+        help="MoM document memories: export training data for a MemReader",
+        description="MoM's document memories beyond indexing: the chosen memories of a store "
+        "as training data for a small memory-extraction model (see docs/mom.md).",
+        **examples("mindscape mom export --store runs/tales --out runs/tales/com.jsonl"),
+    )
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    e = actions.add_parser(
+        "export",
+        help="write (document, reasoning path, memory) records as chat-format JSONL",
+        description="For each document of a store indexed with an LLM, ask the LLM for the "
+        "expert's reasoning from the document to its chosen MoM memory, and append a record "
+        '{"doc_id", "messages": [system, user: the document, assistant: reasoning + memory '
+        "JSON]} to the output, the format TRL's SFTTrainer and axolotl's chat_template read. "
+        "A rerun skips the documents the output holds; every LLM answer is cached in the store.",
+        **examples(
+            "mindscape mom export --store runs/tales --out runs/tales/com.jsonl",
+            "mindscape mom export --store runs/tales --out com.jsonl --llm openai --json",
+        ),
+    )
+    add_store_option(e)
+    e.add_argument("--out", required=True, metavar="FILE", help="the JSONL file to append to")
+    e.add_argument(
+        "--max-doc-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="cut a longer document to its first N tokens, keeping the memory of that part "
+        "(default 8000, the outline prompt's section cap)",
+    )
+    add_llm_options(e)
+    add_quiet_option(e)
+    e.add_argument("--json", action="store_true", help="print what was written as JSON")
+    e.set_defaults(func=run_export)
+
+
+def export_llm(args: argparse.Namespace, cache: Any) -> Any:
+    """The LLM that writes the reasoning paths, caching in the store.
+
+    Raises:
+        ModelError: when the backend resolves to extractive (the paths need a model).
+    """
+    from mindscape.errors import ModelError
+    from mindscape.llm import LLM
+    from mindscape.tokens import default_counter
+
+    settings = settings_from_args(args).resolved()
+    if settings.backend == "extractive":
+        raise ModelError(
+            "mom export needs an LLM to write the reasoning paths: install the local model "
+            "(`mindscape model install`) or use --llm openai with an endpoint"
+        )
+    return LLM.from_settings(settings, cache=cache, count_tokens=default_counter().count)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """Export the store's CoM records, reporting each document."""
+    from mindscape.memory.mom_export import MAX_DOC_TOKENS, export_com
+    from mindscape.memory.store import MemoryStore
+    from mindscape.tokens import default_counter
+
+    store = MemoryStore.open_existing(args.store)
+    report = export_com(
+        store,
+        export_llm(args, store.cache),
+        Path(args.out),
+        default_counter(),
+        max_doc_tokens=args.max_doc_tokens or MAX_DOC_TOKENS,
+        on_doc=lambda doc_id, what: say(args, f"{doc_id}: {what}"),
+    )
+    if args.json:
+        print(json.dumps(asdict(report), indent=1))
+    else:
+        say(
+            args,
+            f"{len(report.written)} record(s) written to {report.out}, {len(report.already)} "
+            f"already there, {len(report.no_memory)} document(s) without an LLM memory",
+        )
+    return 0
