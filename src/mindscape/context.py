@@ -223,6 +223,13 @@ class Context:
             "comorag: 6000). Raise it for a large endpoint.",
         ),
     )
+    refine_window: float = field(
+        default=1.5,
+        metadata=_d(
+            "A refining round's answer window, as a multiple of llm_passage_tokens: the "
+            "question's round-1 passages first, then the round's new evidence."
+        ),
+    )
     llm_roles: list[str] | None = field(
         default=None,
         metadata=_d(

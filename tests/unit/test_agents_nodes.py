@@ -17,7 +17,7 @@ from mindscape.agents import (
     make_try_answer,
 )
 from mindscape.agents.refine import NO_ANSWER
-from mindscape.agents.try_answer import select_passages
+from mindscape.agents.try_answer import answer_window, select_passages
 from mindscape.context import Context
 from mindscape.deps import Deps
 from mindscape.errors import StoreError
@@ -385,7 +385,7 @@ def test_select_passages_puts_this_round_first_within_budget() -> None:
     assert [i["unit_id"] for i in select_passages(state, 10)] == ["ver", "new"]
 
 
-def test_a_refining_round_reads_the_questions_hits_in_turn_with_its_own() -> None:
+def test_a_refining_round_reads_the_questions_hits_then_its_own() -> None:
     def item(uid: str, round_: int, score: float, layer: str = "veridical") -> dict:
         return {"unit_id": uid, "layer": layer, "score": score, "tokens": 5, "round": round_}
 
@@ -398,10 +398,17 @@ def test_a_refining_round_reads_the_questions_hits_in_turn_with_its_own() -> Non
         "retrieved": [q1, q2, q3, mid, p1, p2],
     }
     ids = [i["unit_id"] for i in select_passages(state, 100)]
-    # the question's round-1 hits (veridical first) and this round's, in turn; then the rest
-    assert ids == ["q1", "p1", "q2", "p2", "q3", "mid"]
-    # a small window keeps the question's best passage instead of only the probes' hits
-    assert [i["unit_id"] for i in select_passages(state, 10)] == ["q1", "p1"]
+    # what the question retrieved (veridical first), then this round's new hits, then the rest
+    assert ids == ["q1", "q2", "q3", "p1", "p2", "mid"]
+    assert [i["unit_id"] for i in select_passages(state, 20)] == ["q1", "q2", "q3", "p1"]
+
+
+def test_a_refining_round_widens_the_answer_window() -> None:
+    ctx = Context.from_preset("mindscape")
+    base = ctx.resolved().llm_passage_tokens
+    assert base and answer_window(ctx, 1) is None  # round 1: the reasoner's own window
+    assert answer_window(ctx, 2) == round(base * 1.5)
+    assert answer_window(Context.from_preset("mindscape", refine_window=2.0), 3) == 2 * base
 
 
 def test_multiple_choice_and_claim_formats_offline() -> None:

@@ -359,3 +359,18 @@ def test_an_attempt_records_the_passages_the_model_read() -> None:
     for p in passages:  # exactly the passages in the prompt, after the budget's cut
         assert (p["unit_id"] in read) == (p["text"] in prompt)
     assert len(read) < len(passages), "the budget cut some passages"
+
+
+def test_a_request_may_widen_the_prompt_window() -> None:
+    chat = ScriptedChatModel(responses=['{"quote": "", "answer": "cave", "sufficient": false}'] * 2)
+    settings = LLMSettings(backend="openai", structured="off", retry_base_delay_s=0.0)
+    offline = OfflineReasoner(SentenceVectors(HashingEmbedder(256)))
+    r = LLMReasoner(chat, offline, settings=settings, passage_tokens=200)
+    passages = [{**p, "tokens": 60} for p in items()]
+    narrow = r.answer(AnswerRequest("Where?", "open", passages=passages), usage=Usage())  # type: ignore[arg-type]
+    wide = r.answer(
+        AnswerRequest("Where?", "open", passages=passages, passage_tokens=300),  # type: ignore[arg-type]
+        usage=Usage(),
+    )
+    assert len(narrow["read"]) == 3 and len(wide["read"]) == 5
+    assert wide["read"][:3] == narrow["read"]  # the wider window reads the same ones first

@@ -1,9 +1,9 @@
 """Node `try_answer`: Try-Answer over the passages, σ and the evidence memory.
 
 Reads: question, task, options, round_hits, retrieved, signature, evidence_memory, fused, update.
-Writes: attempts. The passages are this round's hits (veridical first), taken in turn with
-the question's own round-1 hits in a refining round, then the best earlier evidence, packed
-into `answer_budget` tokens; σ and the memory are shown when
+Writes: attempts. The passages are this round's hits (veridical first); in a refining round,
+the question's own round-1 hits first, then the round's new hits in a window grown by
+`refine_window`; then the best earlier evidence, packed into `answer_budget` tokens; σ and the memory are shown when
 `answer_with_signature` / `answer_with_evidence` are on. The attempt carries an explicit
 "not enough evidence" flag and a confidence. With `answer_policy="on-decision"` (MiA-Agent)
 the generator only runs once UPDATE decided ANSWER, in the last round, or when the round found
@@ -13,7 +13,6 @@ nothing new (the loop is about to stop).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import zip_longest
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -30,11 +29,11 @@ from mindscape.state import Attempt, EvidenceItem, EvidenceNote, QAState
 def select_passages(state: QAState, budget: int) -> list[EvidenceItem]:
     """The passages to answer from, within `budget` tokens, in priority order.
 
-    Round 1 reads its hits (by layer, then score). A later round reads the question's own
-    round-1 hits and this round's new hits taken in turn, then the rest by score: new
-    evidence joins what the question retrieved instead of displacing it (before, a refining
-    round showed its probes' hits first, and with a small prompt budget the answer often lost
-    the very passages that held it).
+    Round 1 reads its hits (by layer, then score). A refining round reads the question's own
+    round-1 hits first, then this round's new hits, then the rest by score: refining adds
+    evidence to what the question retrieved and never swaps it out (the prompt window grows,
+    `refine_window`). Before, a refining round showed its probes' hits first, and in a small
+    window the final answer often lost the very passages that held it.
     """
 
     def by_layer(items: Iterable[EvidenceItem]) -> list[EvidenceItem]:
@@ -46,15 +45,16 @@ def select_passages(state: QAState, budget: int) -> list[EvidenceItem]:
     first = by_layer(i for i in retrieved if i["round"] == 1 and i["unit_id"] not in seen)
     seen |= {i["unit_id"] for i in first}
     earlier = sorted((i for i in retrieved if i["unit_id"] not in seen), key=lambda i: -i["score"])
-    return pack_budget([*alternate(first, current), *earlier], lambda i: int(i["tokens"]), budget)
+    return pack_budget([*first, *current, *earlier], lambda i: int(i["tokens"]), budget)
 
 
-def alternate(a: list[EvidenceItem], b: list[EvidenceItem]) -> list[EvidenceItem]:
-    """a[0], b[0], a[1], b[1], …, then what is left of the longer list."""
-    out: list[EvidenceItem] = []
-    for pair in zip_longest(a, b):
-        out += [i for i in pair if i is not None]
-    return out
+def answer_window(ctx: Context, round_: int) -> int | None:
+    """The LLM prompt window of this round's answer: `llm_passage_tokens` in round 1, grown
+    by `refine_window` in a refining round (round 1's passages plus the new ones)."""
+    base = ctx.resolved().llm_passage_tokens
+    if not base or round_ <= 1:
+        return None
+    return round(base * ctx.refine_window)
 
 
 def visible_notes(state: QAState, notes: bool) -> list[EvidenceNote]:
@@ -91,6 +91,7 @@ def make_try_answer(deps: Deps) -> Node:
             signature=list(state.get("signature") or []) if ctx.answer_with_signature else [],
             notes=visible_notes(state, ctx.encode == "notes") if ctx.answer_with_evidence else [],
             fused=(state.get("fused") or "") if ctx.answer_with_evidence else "",
+            passage_tokens=answer_window(ctx, round_),
         )
         usage = Usage()
         attempt: Attempt = deps.reasoner(ctx).answer(req, usage=usage)

@@ -52,6 +52,8 @@ class AnswerRequest:
     notes: list[EvidenceNote] = field(default_factory=list)
     """Empty unless the answerer is allowed to see the evidence memory."""
     fused: str = ""
+    passage_tokens: int | None = None
+    """This attempt's prompt window for passages, σ and memory; None: the reasoner's own."""
 
 
 @dataclass

@@ -385,10 +385,10 @@ class LLMReasoner:
             else ""
         )
         # the passage budget covers everything read: σ and memory a quarter each at most, so
-        # passages keep at least half of it
+        # passages keep at least half of it; a refining round may widen the window
+        window = req.passage_tokens or self.passage_tokens
         shown = in_order(
-            req.passages,
-            max(200, self.passage_tokens - approx_tokens(signature_block + memory_block)),
+            req.passages, max(200, window - approx_tokens(signature_block + memory_block))
         )
         prompt = prompts.render(
             answer_prompt.USER,
