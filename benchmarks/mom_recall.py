@@ -2,6 +2,7 @@
 
     python benchmarks/mom_recall.py --split dev --stories 2 --estimate   # cost, nothing run
     python benchmarks/mom_recall.py --split dev                          # local model, N=3
+    python benchmarks/mom_recall.py --split dev --all-llm-parts          # LLM summaries too
     python benchmarks/mom_recall.py --split test --llm openai            # an endpoint
 
 The same stories are indexed three ways, and every question with gold evidence is asked
@@ -19,22 +20,30 @@ The same stories are indexed three ways, and every question with gold evidence i
 (a) and (b) read the offline store (its chunks are those of every store). The index LLM is
 built the way ``mindscape index --index-llm`` builds it (``--llm local``: the local model,
 ``--llm openai``: an endpoint from ``--base-url``/``--model`` or the environment); the
-evaluator that chooses among paths is the local model in process either way. Triples are
-not extracted (late fusion does not read them; ``--triples`` to include them).
+evaluator that chooses among paths is the local model in process either way.
+
+In (c) and (d) the LLM writes the outline only (``IndexConfig.llm_parts={"outline"}``,
+``mindscape index --index-llm-parts outline``); their episodic and semantic summaries are
+extractive, as in the offline store. Late fusion reads only chunks and outline units, and the
+summaries were most of the cost: on the 23 dev stories ``--estimate`` gives the single memory
+~77 min at the local model's speed instead of ~251 min (the summaries ~2.9 h of it), the run
+((c) + (d)) ~428 min instead of ~776. ``--all-llm-parts`` has the LLM write the summaries too,
+as before, into stores of their own. Triples are not extracted either way (late fusion does
+not read them; ``--triples`` to include them).
 
 Stores live in the benchmarks' cache (``$MINDSCAPE_BENCH_CACHE``, see ``common.py``), one per
-(split, memory, index config, LLM), not per story set: a larger ``--stories`` reuses the
-stories already built, and a killed run continues with the story it stopped in (every LLM
-answer and evaluator score is cached). The selected store's name leaves out k, so another
-``--mom-k`` re-indexes in place from the cache (no model call). Each story's index cost
-(LLM calls and tokens per role from the client's usage ledger, the evaluator's reads, the
-outline stage's and the whole index's seconds) is kept beside its store
+(split, memory, index config with the parts the LLM writes, LLM), not per story set: a larger
+``--stories`` reuses the stories already built, and a killed run continues with the story it
+stopped in (every LLM answer and evaluator score is cached). The selected store's name leaves
+out k, so another ``--mom-k`` re-indexes in place from the cache (no model call). Each story's
+index cost (LLM calls and tokens per role from the client's usage ledger, the evaluator's
+reads, the outline stage's and the whole index's seconds) is kept beside its store
 (``mom_recall_costs.json``) when the story is built, and reported per story: a story built by
 a resumed run shows the answers it took from the cache. With ``--share-cache`` the selected
-memory's LLM reads the single memory's cache, so summaries and the greedy path are asked once
-(the run costs about what (d) alone costs); its reported outline figures then add (c)'s.
-Rerun with the same ``--share-cache`` choice: the selected memory's answers are in the cache
-it was built with.
+memory's LLM reads the single memory's cache, so the greedy path (with ``--all-llm-parts``,
+the summaries too) is asked once (the run costs about what (d) alone costs); its reported
+outline figures then add (c)'s. Rerun with the same ``--share-cache`` choice: the selected
+memory's answers are in the cache it was built with.
 
 Recall@10: a retrieved chunk is a hit when it is from the question's story and overlaps a gold
 span (``mindscape.eval.metrics.recall_at_k``). ``--scope pool`` (default) asks each question
@@ -59,7 +68,7 @@ import numpy as np  # noqa: E402
 from common import cache_root, chunk_spans, limit_threads, log  # noqa: E402
 
 from mindscape.eval.metrics import bootstrap_ci  # noqa: E402
-from mindscape.memory.indexer import IndexConfig  # noqa: E402
+from mindscape.memory.indexer import LLM_PARTS, IndexConfig  # noqa: E402
 
 DATASET = "fairytaleqa"
 K = 10
@@ -264,9 +273,23 @@ def store_name(split: str, kind: str, config: IndexConfig, llm_id: str) -> str:
     return f"{DATASET}-{split}-mom-{kind}-{tag_config.fingerprint('', llm_id)[:8]}"
 
 
+def llm_parts(args: argparse.Namespace) -> tuple[str, ...]:
+    """The parts the index LLM writes in (c) and (d): the outline (and the triples with
+    ``--triples``), or with ``--all-llm-parts`` every part (triples still only with
+    ``--triples``)."""
+    if args.all_llm_parts:
+        return LLM_PARTS
+    return ("outline", "triples") if args.triples else ("outline",)
+
+
+def written_parts(config: IndexConfig) -> list[str]:
+    """The parts the LLM writes under `config` (triples only when they are extracted)."""
+    return [p for p in config.llm_parts if p != "triples" or config.triples]
+
+
 def index_configs(args: argparse.Namespace) -> dict[str, IndexConfig]:
     """The index config of each memory."""
-    base = IndexConfig(triples=args.triples)
+    base = IndexConfig(triples=args.triples, llm_parts=llm_parts(args))
     return {
         "offline": IndexConfig(),
         "single": dataclasses.replace(base, mom_paths=1),
@@ -507,6 +530,7 @@ def estimate(args: argparse.Namespace, docs: Sequence[Any]) -> int:
             max_section_chunks=cfg.max_section_chunks,
             triples=cfg.triples,
             mom_paths=cfg.mom_paths,
+            llm_parts=cfg.llm_parts,
         )
         out[kind] = cost.as_dict()
         out["index"] = shape
@@ -517,10 +541,14 @@ def estimate(args: argparse.Namespace, docs: Sequence[Any]) -> int:
         else {key: c[key] + d[key] for key in ("calls", "tokens_in", "tokens_out", "seconds_local")}
     )
     out["run"] = {key: run[key] for key in ("calls", "tokens_in", "tokens_out", "seconds_local")}
+    parts = written_parts(configs["single"])
+    out["llm_parts"] = parts
     shape = out["index"]
     print(
         f"{DATASET} / {args.split}: {shape['documents']} stories, {shape['tokens']} tokens, "
-        f"{shape['chunks']} chunks, {shape['sections']} outline sections"
+        f"{shape['chunks']} chunks, {shape['sections']} outline sections; the LLM writes: "
+        f"{', '.join(parts)}"
+        + ("" if args.all_llm_parts else " (--all-llm-parts: the summaries too)")
     )
     for kind, label in (
         ("single", "(c) single LLM memory (N=1)"),
@@ -538,7 +566,8 @@ def estimate(args: argparse.Namespace, docs: Sequence[Any]) -> int:
             )
     print(
         "(minutes at the local model's speed, MINDSCAPE_PROMPT_TPS/OUTPUT_TPS; mom_score: the "
-        "evaluator's reads in process; (a) and (b) need no LLM)"
+        "evaluator's reads in process; (a) and (b) need no LLM; parts the LLM does not write "
+        "are built offline at no LLM cost)"
     )
     print(json.dumps({"dataset": DATASET, "split": args.split, "estimate": out}))
     return 0
@@ -564,9 +593,15 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--mom-k", type=int, default=60, metavar="K", help="RRF k of the selection")
     ap.add_argument("--triples", action="store_true", help="also extract triples (unused here)")
     ap.add_argument(
+        "--all-llm-parts",
+        action="store_true",
+        help="the LLM also writes the episodic and semantic summaries in (c) and (d) "
+        "(default: the outline only; the summaries are extractive)",
+    )
+    ap.add_argument(
         "--share-cache",
         action="store_true",
-        help="(d)'s LLM reads (c)'s cache: summaries and the greedy path asked once",
+        help="(d)'s LLM reads (c)'s cache: the greedy path (and LLM summaries) asked once",
     )
     ap.add_argument("--llm", default="local", choices=["local", "openai"], help="the index LLM")
     ap.add_argument("--model", default=None, help="chat model id ($MINDSCAPE_LLM_MODEL)")
@@ -624,7 +659,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     head = (
         f"{DATASET} / {args.split}: {len(docs)} stories, {len(questions)} questions with "
-        f"evidence, scope {args.scope}; index LLM {args.llm} ({builder.llm_id})"
+        f"evidence, scope {args.scope}; index LLM {args.llm} ({builder.llm_id}) writing "
+        f"{', '.join(written_parts(builder.memories['single'].config))}"
     )
     shared = any((builder.memories["selected"].costs.get(d) or {}).get("shared_cache") for d in ids)
     print_report(head, rows, summary, per_story, shared)
@@ -642,6 +678,7 @@ def main(argv: list[str] | None = None) -> int:
                 "mom_paths": args.mom_paths,
                 "mom_k": args.mom_k,
                 "share_cache": args.share_cache,
+                "llm_parts": written_parts(builder.memories["single"].config),
                 **summary,
                 "cost_per_story": per_story,
                 "cost_total": {

@@ -11,6 +11,8 @@ outline call is made N times, and choosing among them costs the evaluator's read
 ``mom_score`` calls and prompt tokens: per candidate, one break question per pair of adjacent
 atomic chunks and one perplexity read per chunk, with a chunk per outline item asked for (the
 section split evenly among them; about 4 characters a token for the break question's excerpts).
+Only the parts the LLM writes (``llm_parts``, as :attr:`IndexConfig.llm_parts`) are counted;
+``mom_score`` goes with ``outline``.
 
 The eval estimate counts the answer prompt of one round (passages at the run's passage budget
 plus the fixed prompt) and the number of rounds the preset allows under its call and token
@@ -24,7 +26,7 @@ Seconds assume the local model's speed on this machine (``MINDSCAPE_PROMPT_TPS``
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -34,7 +36,7 @@ from mindscape import prompts
 from mindscape.memory.chunking import iter_chunks
 from mindscape.memory.index_doc import SUMMARY_PASSAGE_TOKENS, DocText, summary_words
 from mindscape.memory.index_outline import SECTION_TOKENS, max_items, sections
-from mindscape.memory.indexer import IndexConfig
+from mindscape.memory.indexer import LLM_PARTS, IndexConfig
 from mindscape.memory.mom_paths import BREAK_CHARS
 from mindscape.memory.summarize import SentenceBank
 from mindscape.memory.windows import windows
@@ -104,10 +106,12 @@ def index_cost(
     max_section_chunks: int = 40,
     triples: bool = True,
     mom_paths: int = IndexConfig.mom_paths,
+    llm_parts: Collection[str] = LLM_PARTS,
     counter: TokenCounter | None = None,
 ) -> tuple[Cost, dict[str, int]]:
-    """The LLM cost of indexing `(doc_id, text)` pairs with an LLM, and what the index would
-    hold (chunks, tokens, sessions, outline sections)."""
+    """The LLM cost of indexing `(doc_id, text)` pairs with an LLM writing `llm_parts`, and
+    what the index would hold (chunks, tokens, sessions, outline sections)."""
+    parts = IndexConfig(llm_parts=llm_parts).llm_parts  # checked, in LLM_PARTS order
     counter = counter or default_counter()
     cost, shape = Cost(), {"documents": 0, "tokens": 0, "chunks": 0, "sessions": 0, "sections": 0}
     words = summary_words(summary_tokens)
@@ -131,27 +135,34 @@ def index_cost(
         shape["tokens"] += counter.count_long(text)
         wins = windows(n, window)
         shape["sessions"] += len(wins)
-        cost.add(
-            "episodic",
-            len(wins),
-            sum(fixed_session + min(SUMMARY_PASSAGE_TOKENS, sum(toks[i] for i in w)) for w in wins),
-            len(wins) * summary_tokens,
-        )
+        if "episodic" in parts:
+            cost.add(
+                "episodic",
+                len(wins),
+                sum(
+                    fixed_session + min(SUMMARY_PASSAGE_TOKENS, sum(toks[i] for i in w))
+                    for w in wins
+                ),
+                len(wins) * summary_tokens,
+            )
         clusters = max(1, round(n / CHUNKS_PER_CLUSTER)) if n > 2 else 1
-        cost.add(
-            "semantic",
-            clusters,
-            clusters * fixed_cluster + sum(toks) + (clusters - 1) * summary_tokens,
-            clusters * summary_tokens,
-        )
+        if "semantic" in parts:
+            cost.add(
+                "semantic",
+                clusters,
+                clusters * fixed_cluster + sum(toks) + (clusters - 1) * summary_tokens,
+                clusters * summary_tokens,
+            )
         bank = SentenceBank([], np.zeros(0, np.int64), np.zeros((0, 1), np.float32))
         doc = DocText(doc_id, text, chunks, [f"{doc_id}:c{c.index}" for c in chunks], [], bank)
         for sec in sections(doc, window=window, max_section_chunks=max_section_chunks):
             idx = doc.chunks_in(sec.start, sec.end)
             if not idx:
                 continue  # the outline builder skips a section without chunks
-            items = max_items(len(idx))
             shape["sections"] += 1
+            if "outline" not in parts:
+                continue
+            items = max_items(len(idx))
             body = min(SECTION_TOKENS, counter.count(text[sec.start : sec.end]))
             fixed = _fixed(
                 counter,
@@ -178,7 +189,7 @@ def index_cost(
                     mom_paths * (breaks + reads),
                     mom_paths * (items - 1),
                 )
-        if triples:
+        if triples and "triples" in parts:
             cost.add("triples", n, n * fixed_triples + sum(toks), n * TRIPLES_OUT)
     return cost, shape
 

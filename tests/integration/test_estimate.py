@@ -134,6 +134,28 @@ def test_index_estimate_offline_says_no_llm_calls(capsys: pytest.CaptureFixture[
     assert "no LLM calls" in out and "with an index LLM" in out
 
 
+def test_index_estimate_counts_only_the_parts_the_llm_writes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _endpoint(monkeypatch, "http://127.0.0.1:9/v1")  # never called
+    assert main(["index", str(STORY), "--estimate", "--json"]) == 0
+    every = json.loads(capsys.readouterr().out)["llm"]["parts"]
+    assert set(every) == {"episodic", "semantic", "outline", "mom_score", "triples"}
+    argv = ["index", str(STORY), "--estimate", "--json", "--index-llm-parts", "outline"]
+    assert main(argv) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["llm_parts"] == ["outline"]
+    assert got["llm"]["parts"] == {k: every[k] for k in ("outline", "mom_score")}
+    assert got["llm"]["calls"] == every["outline"]["calls"] + every["mom_score"]["calls"]
+    assert main([*argv[:-1], "summaries"]) == 0
+    text = capsys.readouterr().out
+    assert set(json.loads(text)["llm"]["parts"]) == {"episodic", "semantic"}
+    assert main(["index", str(STORY), "--estimate", "--index-llm-parts", "triples"]) == 0
+    assert "(built without the LLM, --index-llm-parts: episodic, semantic, outline)" in (
+        capsys.readouterr().out
+    )
+
+
 def _mini_bench(root: Path) -> Path:
     """A bench of one dataset, 'tale': the bundled story and the demo's questions (test)."""
     questions = json.loads((STORY.parent / "demo.json").read_text())["questions"]

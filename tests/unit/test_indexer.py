@@ -161,3 +161,91 @@ def test_llm_roles_feed_the_layers_and_are_cached(tmp_path, story):
     ix.index("cin-copy", story)  # same text, new id: every LLM output comes from the cache
     assert len(chat.calls) == calls
     assert llm.usage.cache_hits >= calls
+
+
+# -- the parts an index LLM writes (IndexConfig.llm_parts) -------------------------------------
+def test_an_llm_writing_the_outline_only_is_asked_only_outline_prompts(
+    tmp_path, story, monkeypatch
+):
+    import mindscape.memory.indexer as indexer
+
+    def no_evaluator():
+        raise AssertionError("the evaluator is loaded only when the LLM writes the outline")
+
+    monkeypatch.setattr(indexer, "default_evaluator", no_evaluator)
+    offline, offline_ix = make(tmp_path / "offline")
+    offline_ix.index("cin", story)
+    store = MemoryStore(tmp_path / "store")
+    llm, chat = _scripted_llm(store.cache)
+    outline_only = replace(SMALL, mom_paths=1, llm_parts={"outline"})
+    ix = Indexer(store, HashingEmbedder(), llm=llm, config=outline_only, progress=False)
+    ix.index("cin", story)
+    assert chat.prompts and all("outline items" in p for p in chat.prompts)
+    assert set(llm.usage.by_role) == {"index_outline"}
+    outline = store.view("outline").units
+    assert outline and all(u.text.startswith("The whole part") for u in outline)
+    # the summaries are the offline index's extractive ones, and no chunk has triples
+    for layer in ("episodic", "semantic"):
+        assert [u.text for u in store.view(layer).units] == [
+            u.text for u in offline.view(layer).units
+        ]
+    assert not any("triples" in u.meta for u in store.view("veridical").units)
+
+    # the summaries and triples without the outline: no outline call, no evaluator (N=3)
+    store2 = MemoryStore(tmp_path / "store2")
+    llm2, chat2 = _scripted_llm(store2.cache)
+    no_outline = replace(SMALL, llm_parts=("episodic", "semantic", "triples"))
+    ix2 = Indexer(store2, HashingEmbedder(), llm=llm2, config=no_outline, progress=False)
+    assert ix2.evaluator is None
+    ix2.index("cin", story)
+    assert set(llm2.usage.by_role) == {"index_summary", "index_triples"}
+    assert [u.text for u in store2.view("outline").units] == [
+        u.text for u in offline.view("outline").units
+    ]
+
+
+def test_the_llm_parts_are_in_the_fingerprint_and_the_default_keeps_it():
+    from mindscape.memory.indexer import LLM_PARTS, parse_llm_parts
+
+    base = IndexConfig()
+    # the fingerprints of stores indexed before parts could be chosen (changing them would
+    # re-index every store)
+    assert base.fingerprint("e", "gpt") == "dbcf6ec222c26107"
+    assert base.fingerprint("e", "offline") == "f88b1b9d40b5ea17"
+    assert base.fingerprint("", "") == "adc10655b2244468"
+    assert replace(base, llm_parts=list(reversed(LLM_PARTS))) == base
+    outline = replace(base, llm_parts={"outline"})
+    assert outline.llm_parts == ("outline",)
+    assert outline.fingerprint("e", "gpt") != base.fingerprint("e", "gpt")
+    assert outline.fingerprint("e", "offline") == base.fingerprint("e", "offline")
+    assert outline.fingerprint("", "") == base.fingerprint("", "")  # the benchmarks' store tags
+    both = replace(base, llm_parts=["triples", "outline"])
+    assert both.llm_parts == ("outline", "triples")
+    assert both.fingerprint("e", "gpt") not in (
+        outline.fingerprint("e", "gpt"),
+        base.fingerprint("e", "gpt"),
+    )
+    # without the outline, the MoM path settings shape nothing
+    summaries = replace(base, llm_parts=("episodic", "semantic"))
+    assert summaries.fingerprint("e", "gpt") == replace(summaries, mom_paths=1).fingerprint(
+        "e", "gpt"
+    )
+    assert outline.fingerprint("e", "gpt") != replace(outline, mom_paths=1).fingerprint("e", "gpt")
+    with pytest.raises(ValueError, match="episodic, semantic, outline, triples"):
+        IndexConfig(llm_parts={"summary"})
+    assert parse_llm_parts("triples, Outline") == ("outline", "triples")
+    assert parse_llm_parts("summaries") == ("episodic", "semantic")
+    assert parse_llm_parts("all") == LLM_PARTS
+    with pytest.raises(ValueError, match="valid: episodic, semantic, outline, triples"):
+        parse_llm_parts("outline,tree")
+
+
+def test_index_rejects_an_unknown_llm_part_in_one_line(tmp_path, capsys):
+    from mindscape.cli import main
+
+    assert (
+        main(["index", str(STORY), "--store", str(tmp_path / "s"), "--index-llm-parts", "x"]) == 2
+    )
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--index-llm-parts" in err and "outline, triples" in err
+    assert not (tmp_path / "s").exists()

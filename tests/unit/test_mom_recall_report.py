@@ -240,6 +240,9 @@ def test_a_run_builds_reports_and_resumes_from_the_cache(tmp_path, monkeypatch, 
     stores = {k: Path(v) for k, v in result["stores"].items()}
     assert stores["selected"] != stores["single"] != stores["offline"]
     asked = sum(len(c.calls) for c in chats)
+    # the LLM writes the outline only: every prompt it got asks for outline items
+    assert result["llm_parts"] == ["outline"] and "writing outline" in out
+    assert all("outline items" in p for c in chats for p in c.prompts)
 
     # a second run asks nothing and reports the costs recorded by the first
     chats.clear()
@@ -255,6 +258,14 @@ def test_a_run_builds_reports_and_resumes_from_the_cache(tmp_path, monkeypatch, 
     assert Path(moved["stores"]["selected"]) == stores["selected"]
     assert sum(len(c.prompts) for c in chats) == 0
     assert moved["cost_per_story"] == result["cost_per_story"]  # the first build's cost stands
+
+    # --all-llm-parts: the LLM writes the summaries too, into stores of their own
+    assert mom_recall.main([*argv, "--all-llm-parts"]) == 0
+    every = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert every["llm_parts"] == ["episodic", "semantic", "outline"]
+    assert Path(every["stores"]["offline"]) == stores["offline"]
+    assert Path(every["stores"]["single"]) != stores["single"]
+    assert any("outline items" not in p for c in chats for p in c.prompts)  # summaries
 
 
 def test_a_shared_cache_asks_the_greedy_path_once_and_reports_it_in_d(
@@ -278,5 +289,5 @@ def test_a_shared_cache_asks_the_greedy_path_once_and_reports_it_in_d(
         assert [other["selected"][k] for k in keys] == [row["selected"][k] for k in keys]
     sections = own["cost_per_story"]["toy-a"]["single"]["calls"]
     assert shared["cost_per_story"]["toy-a"]["selected"]["cached"] >= sections
-    assert asked[1] < asked[0]  # summaries and greedy paths asked once
+    assert asked[1] < asked[0]  # greedy paths asked once
     assert shared["recall@10"] == own["recall@10"]

@@ -30,6 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "mindscape index book.txt --estimate            # LLM calls and tokens, nothing run",
             "mindscape index docs.jsonl --doc-id d1 --doc-id d2 --store runs/series --json",
             "mindscape index book.txt --llm openai --mom-paths 1   # one MoM memory per section",
+            "mindscape index book.txt --llm openai --index-llm-parts outline  # outline only",
         ),
     )
     p.add_argument("files", nargs="+", metavar="FILE", help=".txt, .md or documents.jsonl")
@@ -92,6 +93,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="with the local model, also use it for summaries, outline and triples "
         "($MINDSCAPE_INDEX_LLM; off by default: hours of LLM time for a long book)",
     )
+    p.add_argument(
+        "--index-llm-parts",
+        default=None,
+        metavar="PARTS",
+        help="with an index LLM (--index-llm or an endpoint): the parts it writes, "
+        "comma-separated among episodic, semantic, outline, triples (summaries: episodic and "
+        "semantic; default all); the others are built as without an LLM (extractive "
+        "summaries, the offline outline, no triples)",
+    )
     p.set_defaults(func=run_index)
 
     q = sub.add_parser(
@@ -116,6 +126,7 @@ def run_index(args: argparse.Namespace) -> int:
 
     if args.mom_paths < 1:
         raise InputError(f"--mom-paths must be at least 1 (got {args.mom_paths})")
+    args.llm_parts = _llm_parts(args)
     docs = load_sources(args.files, args.doc_id)  # raises before the store is touched
     for d in docs:
         for w in d.warnings:
@@ -139,9 +150,12 @@ def run_index(args: argparse.Namespace) -> int:
         window=args.window,
         mom_paths=args.mom_paths,
         mom_k=args.mom_k,
+        llm_parts=args.llm_parts,
     )
     store = MemoryStore(args.store)
     llm = llm_from_args(args, store.cache)
+    if llm is None and args.index_llm_parts is not None:
+        warn("--index-llm-parts has no effect without an index LLM (--index-llm or an endpoint)")
     fingerprint = config.fingerprint(
         spec_model_id(args.embedder), llm.model_id if llm else "offline"
     )
@@ -182,9 +196,22 @@ def run_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _llm_parts(args: argparse.Namespace) -> tuple[str, ...]:
+    """The parts `--index-llm-parts` names (all of them when it is not given)."""
+    from mindscape.memory.indexer import LLM_PARTS, parse_llm_parts
+
+    if args.index_llm_parts is None:
+        return LLM_PARTS
+    try:
+        return parse_llm_parts(args.index_llm_parts)
+    except ValueError as exc:
+        raise InputError(f"--index-llm-parts: {exc}") from None
+
+
 def _estimate(args: argparse.Namespace, docs: list) -> int:
     """`index --estimate`: the cost of indexing `docs`, with and without an index LLM."""
     from mindscape.estimate import index_cost
+    from mindscape.memory.indexer import LLM_PARTS
 
     settings = settings_from_args(args, index_llm=getattr(args, "index_llm", None) or None)
     settings = settings.resolved()
@@ -195,10 +222,12 @@ def _estimate(args: argparse.Namespace, docs: list) -> int:
         overlap=args.overlap,
         window=args.window,
         mom_paths=args.mom_paths,
+        llm_parts=args.llm_parts,
     )
     out = {
         "backend": settings.backend,
         "index_llm": uses_llm,
+        "llm_parts": list(args.llm_parts),
         "index": shape,
         "llm": cost.as_dict() if uses_llm else {"calls": 0, "tokens_in": 0, "tokens_out": 0},
         "llm_if_enabled": cost.as_dict(),
@@ -224,6 +253,9 @@ def _estimate(args: argparse.Namespace, docs: list) -> int:
     else:
         print(f"with the {settings.backend} backend: no LLM calls (extractive summaries)")
         print(f"with an index LLM (--index-llm or an endpoint) it would be: {what}")
+    offline = [p for p in LLM_PARTS if p not in args.llm_parts]
+    if offline:
+        print(f"(built without the LLM, --index-llm-parts: {', '.join(offline)})")
     print("(counts every document; those the store already holds the same way cost nothing)")
     return 0
 

@@ -6,16 +6,19 @@ section and one chosen by an evaluator model) → (triples, with an LLM) → emb
 chunks to its units: :mod:`~mindscape.memory.index_episodic`,
 :mod:`~mindscape.memory.index_raptor`, :mod:`~mindscape.memory.index_outline`,
 :mod:`~mindscape.memory.index_triples`, over :mod:`~mindscape.memory.index_doc` (the
-document and its summariser) and :mod:`~mindscape.memory.embed_cache`. Every embedding and LLM output is cached by content hash in the store's cache as it is
-produced, so an unchanged document is skipped, an interrupted run resumes where it stopped,
-and adding a document touches only that document.
+document and its summariser) and :mod:`~mindscape.memory.embed_cache`. With an LLM,
+:attr:`IndexConfig.llm_parts` says which parts it writes (episodic, semantic, outline,
+triples; default all); the others are built as without one. Every embedding and LLM output is
+cached by content hash in the store's cache as it is produced, so an unchanged document is
+skipped, an interrupted run resumes where it stopped, and adding a document touches only that
+document.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -36,6 +39,33 @@ from mindscape.memory.mom_paths import CachedEvaluator, Evaluator, default_evalu
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS, Unit
 from mindscape.tokens import TokenCounter, default_counter
+
+LLM_PARTS: tuple[str, ...] = ("episodic", "semantic", "outline", "triples")
+"""The index parts an LLM can write (the indexer's stages, the estimate's parts): the session
+summaries, the semantic tree's summaries, the MoM outline (its N paths and their scoring) and
+the chunks' triples."""
+PART_GROUPS: dict[str, tuple[str, ...]] = {
+    "summaries": ("episodic", "semantic"),
+    "all": LLM_PARTS,
+}
+"""Names that stand for several parts in :func:`parse_llm_parts`."""
+
+
+def parse_llm_parts(spec: str) -> tuple[str, ...]:
+    """The parts a comma-separated list names (``outline,triples``; ``summaries`` is episodic
+    and semantic, ``all`` every part), in :data:`LLM_PARTS` order. Raises ValueError naming
+    the valid names on an unknown or empty one."""
+    names = [n.strip().lower() for n in spec.split(",")]
+    parts: set[str] = set()
+    for name in names:
+        if name in PART_GROUPS:
+            parts.update(PART_GROUPS[name])
+        elif name in LLM_PARTS:
+            parts.add(name)
+        else:
+            valid = ", ".join([*LLM_PARTS, *PART_GROUPS])
+            raise ValueError(f"unknown index LLM part {name!r} in {spec!r}; valid: {valid}")
+    return tuple(p for p in LLM_PARTS if p in parts)
 
 
 @dataclass(frozen=True)
@@ -60,14 +90,37 @@ class IndexConfig:
     chooses one by clarity and completeness. 1: the single greedy memory, nothing scored."""
     mom_k: int = 60
     """k of the reciprocal-rank fusion that chooses among the MoM paths."""
+    llm_parts: Collection[str] = LLM_PARTS
+    """The parts an index LLM writes (names from :data:`LLM_PARTS`, any collection; kept as a
+    tuple in that order). The others are built as without an LLM: extractive summaries, the
+    offline outline (headings or windows, extractive cores), no triples. Default: all."""
+
+    def __post_init__(self) -> None:
+        unknown = set(self.llm_parts) - set(LLM_PARTS)
+        if isinstance(self.llm_parts, str) or unknown:
+            raise ValueError(
+                f"unknown index LLM part(s) {self.llm_parts!r}; the parts are "
+                f"{', '.join(LLM_PARTS)}"
+            )
+        ordered = tuple(p for p in LLM_PARTS if p in set(self.llm_parts))
+        object.__setattr__(self, "llm_parts", ordered)
+
+    def llm_writes(self, part: str) -> bool:
+        """Whether an index LLM (when there is one) writes `part`."""
+        return part in self.llm_parts
 
     def fingerprint(self, embedder: str, llm: str) -> str:
-        """A hash of everything that shapes the index (the MoM path settings only with an
-        LLM: an index without one, `llm` "offline" or "", has no paths, and stays current
-        when they change)."""
+        """A hash of everything that shapes the index. Without an LLM (`llm` "offline" or "")
+        the MoM path settings and the LLM parts shape nothing and are left out, so such a
+        store stays current when they change; with one, the parts are in only when they are
+        not all of them (an index of every part keeps the fingerprint it had before parts
+        could be chosen), and the path settings only when the LLM writes the outline."""
         fields = asdict(self)
-        if llm in ("offline", ""):
+        offline = llm in ("offline", "")
+        if offline or not self.llm_writes("outline"):
             del fields["mom_paths"], fields["mom_k"]
+        if offline or self.llm_parts == LLM_PARTS:
+            del fields["llm_parts"]
         return content_key(repr(fields), embedder, llm)[:16]
 
 
@@ -110,10 +163,10 @@ class Indexer:
         self.llm = llm
         self.config = config or IndexConfig()
         self.evaluator: Evaluator | None = None
-        """What chooses among MoM paths, its scores cached in the store (only with an LLM and
-        more than one path; default: the local model in process, loaded here, before any
-        document is touched)."""
-        if llm is not None and self.config.mom_paths > 1:
+        """What chooses among MoM paths, its scores cached in the store (only with an LLM that
+        writes the outline and more than one path; default: the local model in process,
+        loaded here, before any document is touched)."""
+        if llm is not None and self.config.llm_writes("outline") and self.config.mom_paths > 1:
             self.evaluator = CachedEvaluator(evaluator or default_evaluator(), store.cache)
         self.counter = counter or default_counter()
         self.progress = progress
@@ -272,6 +325,10 @@ class _DocRun:
         self.stats = EmbedStats()
         self.embed = EmbedCache(ix.store, ix.embedder, ix.emb_id, self.stats, ix._bar)
 
+    def llm_for(self, part: str) -> Any:
+        """The index LLM when it writes `part`, else None (the part is built offline)."""
+        return self.ix.llm if self.cfg.llm_writes(part) else None
+
     def chunks(self) -> list[Chunk]:
         """The document's chunks, streamed block by block (a progress bar for long texts)."""
         cfg, text = self.cfg, self.text
@@ -294,16 +351,19 @@ class _DocRun:
             doc, chunk_vecs = doc_text(
                 self.doc_id, self.text, chunks, arrays, self.embed.dim, ix.counter
             )
-        summarize = Summarizer(doc, ix.llm, ix.counter)
         with ix._stage(self.report, "episodic"):
             episodic, window_of = episodic_units(
-                doc, summarize, window=cfg.window, summary_tokens=cfg.summary_tokens, bar=bar
+                doc,
+                Summarizer(doc, self.llm_for("episodic"), ix.counter),
+                window=cfg.window,
+                summary_tokens=cfg.summary_tokens,
+                bar=bar,
             )
         with ix._stage(self.report, "semantic"):
             semantic = raptor_units(
                 doc,
                 chunk_vecs,
-                summarize,
+                Summarizer(doc, self.llm_for("semantic"), ix.counter),
                 self.embed.texts,
                 params=cfg.cluster,
                 summary_tokens=cfg.summary_tokens,
@@ -312,7 +372,7 @@ class _DocRun:
         with ix._stage(self.report, "outline"):
             outline = outline_units(
                 doc,
-                ix.llm,
+                self.llm_for("outline"),
                 ix.counter,
                 window=cfg.window,
                 max_section_chunks=cfg.max_section_chunks,
@@ -323,9 +383,10 @@ class _DocRun:
                 k=cfg.mom_k,
             )
         triples: dict[int, list[list[str]]] = {}
-        if ix.llm is not None and cfg.triples:
+        llm = self.llm_for("triples")
+        if llm is not None and cfg.triples:
             with ix._stage(self.report, "triples"):
-                triples = chunk_triples(doc, ix.llm, bar=bar)
+                triples = chunk_triples(doc, llm, bar=bar)
         chunk_units = veridical_units(doc, chunks, window_of, triples)
         units = [*episodic, *semantic, *outline]
         with ix._stage(self.report, "embed_units"):
