@@ -169,3 +169,23 @@ def limit_threads(n: int) -> None:
         threadpool_limits(n)
     except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
         pass
+
+
+def paired_points(
+    a: Sequence[float], b: Sequence[float], n_resamples: int = 2000
+) -> dict[str, float]:
+    """Mean of ``a − b`` over the same questions, in points (×100), with its paired bootstrap
+    95% CI and the number of questions each side wins."""
+    from mindscape.eval.metrics import bootstrap_ci
+
+    if len(a) != len(b):
+        raise ValueError(f"paired scores need the same questions ({len(a)} vs {len(b)})")
+    diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    mean, low, high = bootstrap_ci(diff.tolist(), n_resamples=n_resamples)
+    return {
+        "mean": round(100 * mean, 2),
+        "low": round(100 * low, 2),
+        "high": round(100 * high, 2),
+        "better": int((diff > 0).sum()),
+        "worse": int((diff < 0).sum()),
+    }

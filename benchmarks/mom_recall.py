@@ -64,8 +64,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import numpy as np  # noqa: E402
-from common import cache_root, chunk_spans, limit_threads, log  # noqa: E402
+from common import cache_root, chunk_spans, limit_threads, log, paired_points  # noqa: E402
 
 from mindscape.eval.metrics import bootstrap_ci  # noqa: E402
 from mindscape.memory.indexer import LLM_PARTS, IndexConfig  # noqa: E402
@@ -114,17 +113,7 @@ PAIRS: tuple[tuple[str, str], ...] = (
 def paired(a: Sequence[float], b: Sequence[float], n_resamples: int = 2000) -> dict[str, Any]:
     """Mean of ``a − b`` over the questions, in R@10 points, with its paired bootstrap 95% CI
     and the number of questions each side wins."""
-    if len(a) != len(b):
-        raise ValueError(f"paired scores need the same questions ({len(a)} vs {len(b)})")
-    diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    mean, low, high = bootstrap_ci(diff.tolist(), n_resamples=n_resamples)
-    return {
-        "mean": round(100 * mean, 2),
-        "low": round(100 * low, 2),
-        "high": round(100 * high, 2),
-        "better": int((diff > 0).sum()),
-        "worse": int((diff < 0).sum()),
-    }
+    return dict(paired_points(a, b, n_resamples))
 
 
 def summarize(

@@ -24,12 +24,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-from common import chunk_spans, limit_threads, log, split_store  # noqa: E402
+from common import chunk_spans, limit_threads, log, paired_points, split_store  # noqa: E402
 
 from mindscape.embeddings import load_embedder  # noqa: E402
 from mindscape.eval.bench import gold_spans, load_questions  # noqa: E402
 from mindscape.eval.metrics import (
-    bootstrap_ci,  # noqa: E402
     recall_at_k,  # noqa: E402
 )
 from mindscape.memory.activation import activate  # noqa: E402
@@ -313,15 +312,7 @@ def draw_pools(doc_ids: list[str], n_pools: int, size: int, seed: int) -> list[l
 def paired(scores: Scores, a: str, b: str, k: int = 10) -> dict[str, float]:
     """Mean of `a − b` Recall@k over the questions, in points, with its paired bootstrap CI
     and the counts of questions each side wins."""
-    diff = np.asarray(scores.recall[a][k]) - np.asarray(scores.recall[b][k])
-    mean, low, high = bootstrap_ci(diff.tolist(), n_resamples=2000)
-    return {
-        "mean": round(100 * mean, 2),
-        "low": round(100 * low, 2),
-        "high": round(100 * high, 2),
-        "better": int((diff > 0).sum()),
-        "worse": int((diff < 0).sum()),
-    }
+    return paired_points(scores.recall[a][k], scores.recall[b][k])
 
 
 MAIN = ("naive", "hybrid", "first-k", "mia-rag")
