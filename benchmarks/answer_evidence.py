@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from common import log
-from failure_analysis import evidence_units, verdict
+from failure_analysis import evidence_units, store_at, verdict
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -36,7 +36,6 @@ from mindscape.eval.metrics import bootstrap_ci
 from mindscape.eval.runner import EvalSettings, prepare, store_dir
 from mindscape.graphs.qa import answer_question
 from mindscape.llm import LLMSettings
-from mindscape.memory.store import MemoryStore
 from mindscape.tokens import TokenCounter
 
 UNSURE = json.dumps({"quote": "", "answer": "unknown", "sufficient": False})
@@ -104,7 +103,6 @@ def main() -> None:
     )
     questions, _ = prepare(settings)
     deps = Deps(chat=UnsureChat(), llm_settings=LLMSettings(backend="local", structured="off"))
-    stores: dict[str, tuple[MemoryStore, dict[str, tuple[int, int]]]] = {}
     summary: dict[str, Any] = {"dataset": args.dataset, "split": args.split, "n": len(questions)}
     print(f"{'variant':58} {'first':>6} {'final':>6} {'rounds':>6} {'tok_in':>7}")
     for variant in args.variants.split(","):
@@ -112,14 +110,7 @@ def main() -> None:
         first, final, rounds, tokens = [], [], [], []
         for q in questions:
             path = store_dir(settings, q.doc_id)
-            if str(path) not in stores:
-                store = MemoryStore(path)
-                spans = {
-                    u.id: (u.meta["char_start"], u.meta["char_end"])
-                    for u in store.view("veridical").units
-                }
-                stores[str(path)] = (store, spans)
-            store, spans = stores[str(path)]
+            store, spans = store_at(str(path))
             out = answer_question(
                 system_view(q), preset=preset, store=str(path), deps=deps, **fields
             )

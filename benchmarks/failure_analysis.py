@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from functools import cache
 from pathlib import Path
+
+from common import chunk_spans
 
 from mindscape.eval.bench import load_questions
 from mindscape.eval.report import PRIMARY_METRICS
@@ -29,6 +32,13 @@ from mindscape.eval.runner import EvalSettings, store_dir
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS
 from mindscape.reasoners.text import content_words
+
+
+@cache
+def store_at(path: str) -> tuple[MemoryStore, dict[str, tuple[int, int]]]:
+    """A bench store, opened once, with its chunks' character spans."""
+    store = MemoryStore(path)
+    return store, chunk_spans(store)
 
 
 def evidence_units(store: MemoryStore, ids: list[str]) -> list:
@@ -94,12 +104,8 @@ def main() -> None:
             failed.append(r)
     for r in failed[: args.limit]:
         q = questions[r["qid"]]
-        store = MemoryStore(store_dir(settings, q.doc_id))
-        spans = {
-            u.id: (u.meta["char_start"], u.meta["char_end"]) for u in store.view("veridical").units
-        }
+        store, spans = store_at(str(store_dir(settings, q.doc_id)))
         why = verdict(q, evidence_units(store, r.get("read") or r["evidence"]), spans)
-        store.close()
         counts[why] = counts.get(why, 0) + 1
         gold = q.answers[0] if q.answers else q.label
         print(

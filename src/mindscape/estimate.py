@@ -36,7 +36,7 @@ from mindscape import prompts
 from mindscape.memory.chunking import iter_chunks
 from mindscape.memory.index_doc import SUMMARY_PASSAGE_TOKENS, DocText, summary_words
 from mindscape.memory.index_outline import SECTION_TOKENS, max_items, sections
-from mindscape.memory.indexer import LLM_PARTS, IndexConfig
+from mindscape.memory.indexer import LLM_PARTS, IndexConfig, ordered_parts
 from mindscape.memory.mom_paths import BREAK_CHARS
 from mindscape.memory.summarize import SentenceBank
 from mindscape.memory.windows import windows
@@ -111,7 +111,7 @@ def index_cost(
 ) -> tuple[Cost, dict[str, int]]:
     """The LLM cost of indexing `(doc_id, text)` pairs with an LLM writing `llm_parts`, and
     what the index would hold (chunks, tokens, sessions, outline sections)."""
-    parts = IndexConfig(llm_parts=llm_parts).llm_parts  # checked, in LLM_PARTS order
+    parts = ordered_parts(llm_parts)
     counter = counter or default_counter()
     cost, shape = Cost(), {"documents": 0, "tokens": 0, "chunks": 0, "sessions": 0, "sections": 0}
     words = summary_words(summary_tokens)

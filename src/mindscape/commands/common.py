@@ -94,17 +94,20 @@ def settings_from_args(args: argparse.Namespace, **extra: Any) -> Any:
     )
 
 
-def llm_from_args(args: argparse.Namespace, cache: Any = None) -> Any:
+def llm_from_args(
+    args: argparse.Namespace, cache: Any = None, *, index_llm: bool | None = None
+) -> Any:
     """The `LLM` for index-time roles, or None for extractive indexing.
 
     An endpoint (``openai``) is used at index time; the local model only with
-    ``--index-llm`` / ``MINDSCAPE_INDEX_LLM=1`` (a long book would take hours on two cores).
+    ``--index-llm`` / ``MINDSCAPE_INDEX_LLM=1`` (a long book would take hours on two cores),
+    or `index_llm` for a command whose only work is the model's.
     """
     from mindscape.llm import LLM
     from mindscape.tokens import default_counter
 
     settings = settings_from_args(
-        args, index_llm=getattr(args, "index_llm", None) or None
+        args, index_llm=index_llm or getattr(args, "index_llm", None) or None
     ).resolved()
     if settings.backend == "extractive" or (settings.backend == "local" and not settings.index_llm):
         return None

@@ -16,8 +16,8 @@ from mindscape.commands.common import (
     add_quiet_option,
     add_store_option,
     examples,
+    llm_from_args,
     say,
-    settings_from_args,
 )
 
 
@@ -67,16 +67,14 @@ def export_llm(args: argparse.Namespace, cache: Any) -> Any:
         ModelError: when the backend resolves to extractive (the paths need a model).
     """
     from mindscape.errors import ModelError
-    from mindscape.llm import LLM
-    from mindscape.tokens import default_counter
 
-    settings = settings_from_args(args).resolved()
-    if settings.backend == "extractive":
+    llm = llm_from_args(args, cache, index_llm=True)
+    if llm is None:
         raise ModelError(
             "mom export needs an LLM to write the reasoning paths: install the local model "
             "(`mindscape model install`) or use --llm openai with an endpoint"
         )
-    return LLM.from_settings(settings, cache=cache, count_tokens=default_counter().count)
+    return llm
 
 
 def run_export(args: argparse.Namespace) -> int:

@@ -129,15 +129,20 @@ def load_done(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
     return done
 
 
-def prepare(settings: EvalSettings, embedder: Any = None) -> tuple[list[BenchQuestion], list[str]]:
-    """Load the split's questions and build the stores of their documents."""
-    questions = load_questions(
+def split_questions(settings: EvalSettings) -> list[BenchQuestion]:
+    """The questions a run answers: the split's, at most `per_doc` per document, `limit` in all."""
+    return load_questions(
         settings.bench,
         settings.dataset,
         settings.split,
         limit=settings.limit,
         per_doc=settings.per_doc,
     )
+
+
+def prepare(settings: EvalSettings, embedder: Any = None) -> tuple[list[BenchQuestion], list[str]]:
+    """Load the split's questions and build the stores of their documents."""
+    questions = split_questions(settings)
     doc_ids = sorted({q.doc_id for q in questions})
     docs = load_documents(settings.bench, settings.dataset, settings.split, doc_ids=doc_ids)
     build_stores(pooled(settings, docs), docs, embedder)
@@ -150,13 +155,7 @@ def run_eval(
     """Evaluate; returns the report dict (also written under `settings.out`)."""
     from mindscape.eval.report import Provenance, write_report
 
-    questions = load_questions(
-        settings.bench,
-        settings.dataset,
-        settings.split,
-        limit=settings.limit,
-        per_doc=settings.per_doc,
-    )
+    questions = split_questions(settings)
     doc_ids = sorted({q.doc_id for q in questions})
     docs = load_documents(settings.bench, settings.dataset, settings.split, doc_ids=doc_ids)
     settings = pooled(settings, docs)

@@ -2,7 +2,8 @@
 
 Stages, each with its own progress bar: chunk → embed chunks (and their sentences) →
 episodic sessions → semantic tree → MoM outline (with an LLM, N candidate memories per
-section and one chosen by an evaluator model) → (triples, with an LLM) → embed units → write. The indexer orchestrates; each layer has its builder, a function from the document's
+section and one chosen by an evaluator model) → (triples, with an LLM) → embed units →
+write. The indexer orchestrates; each layer has its builder, a function from the document's
 chunks to its units: :mod:`~mindscape.memory.index_episodic`,
 :mod:`~mindscape.memory.index_raptor`, :mod:`~mindscape.memory.index_outline`,
 :mod:`~mindscape.memory.index_triples`, over :mod:`~mindscape.memory.index_doc` (the
@@ -68,6 +69,15 @@ def parse_llm_parts(spec: str) -> tuple[str, ...]:
     return tuple(p for p in LLM_PARTS if p in parts)
 
 
+def ordered_parts(parts: Collection[str]) -> tuple[str, ...]:
+    """`parts` in :data:`LLM_PARTS` order; ValueError naming the parts on an unknown one."""
+    if isinstance(parts, str) or set(parts) - set(LLM_PARTS):
+        raise ValueError(
+            f"unknown index LLM part(s) {parts!r}; the parts are {', '.join(LLM_PARTS)}"
+        )
+    return tuple(p for p in LLM_PARTS if p in set(parts))
+
+
 @dataclass(frozen=True)
 class IndexConfig:
     """How a document is cut and summarised. Changing any field re-indexes a document."""
@@ -96,14 +106,7 @@ class IndexConfig:
     offline outline (headings or windows, extractive cores), no triples. Default: all."""
 
     def __post_init__(self) -> None:
-        unknown = set(self.llm_parts) - set(LLM_PARTS)
-        if isinstance(self.llm_parts, str) or unknown:
-            raise ValueError(
-                f"unknown index LLM part(s) {self.llm_parts!r}; the parts are "
-                f"{', '.join(LLM_PARTS)}"
-            )
-        ordered = tuple(p for p in LLM_PARTS if p in set(self.llm_parts))
-        object.__setattr__(self, "llm_parts", ordered)
+        object.__setattr__(self, "llm_parts", ordered_parts(self.llm_parts))
 
     def llm_writes(self, part: str) -> bool:
         """Whether an index LLM (when there is one) writes `part`."""

@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from mindscape import prompts
+from mindscape.memory.index_outline import SECTION_TOKENS
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import Unit
 from mindscape.prompts import mom as mom_prompt
 from mindscape.tokens import TokenCounter
 
-MAX_DOC_TOKENS = 8000
+MAX_DOC_TOKENS = SECTION_TOKENS
 """Tokens of a document a record holds at most (the outline prompt's section cap)."""
 ANCHOR_WORDS = 8
 """Words of an atomic chunk's head and of its tail (the outline prompt asks for 6-10)."""
