@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +59,16 @@ def build_store(
     *,
     config: IndexConfig | None = None,
     root: Path | None = None,
+    llm: Callable[[Any], Any] | None = None,
 ) -> MemoryStore:
-    """A store under ``root/name`` holding ``docs`` (indexing only what is missing)."""
+    """A store under ``root/name`` holding ``docs`` (indexing only what is missing). `llm`,
+    given the store's cache, makes the index LLM (None: offline indexing)."""
     path = (root or cache_root()) / name
     store = MemoryStore(path)
-    indexer = Indexer(store, embedder, config=config or IndexConfig(), progress=False)
+    index_llm = llm(store.cache) if llm is not None else None
+    indexer = Indexer(
+        store, embedder, llm=index_llm, config=config or IndexConfig(), progress=False
+    )
     t0 = time.perf_counter()
     fresh = 0
     for n, doc in enumerate(docs, 1):
@@ -85,14 +90,18 @@ def split_store(
     embedder: Any,
     *,
     config: IndexConfig | None = None,
+    llm: Callable[[Any], Any] | None = None,
+    llm_id: str = "",
 ) -> tuple[MemoryStore, list[BenchDocument]]:
     """All documents of one split (or several) of a dataset in one store (the series
-    setting), cached by the documents' content and the index config."""
+    setting), cached by the documents' content, the index config and the index LLM
+    (`llm` makes it from the store's cache; `llm_id` names it)."""
     splits = [split] if isinstance(split, str) else list(split)
     docs = [d for s in splits for d in load_documents(bench, dataset, s)]
     cfg = config or IndexConfig()
-    name = f"{dataset}-{'+'.join(splits)}-{documents_key(docs)}-{cfg.fingerprint('', '')[:8]}"
-    return build_store(name, docs, embedder, config=cfg), docs
+    tag = cfg.fingerprint("", llm_id)[:8]
+    name = f"{dataset}-{'+'.join(splits)}-{documents_key(docs)}-{tag}"
+    return build_store(name, docs, embedder, config=cfg, llm=llm), docs
 
 
 def chunk_spans(store: MemoryStore) -> dict[str, tuple[int, int]]:

@@ -7,6 +7,12 @@ chunk is a hit when it is from the question's document and overlaps a gold
 
     python benchmarks/retrieval_recall.py --bench ../shared/bench --dataset fairytaleqa --split test
     python benchmarks/retrieval_recall.py ... --split dev --grid     # the design sweep of docs/retrieval.md
+    python benchmarks/retrieval_recall.py ... --llm local            # LLM session summaries
+
+With ``--llm`` the store's session summaries (the signature's units) are written by that model
+(``--index-llm-parts``, default ``episodic``: the other parts stay as offline) instead of
+extracted, as MiA builds them; ``--estimate`` prints that indexing's cost and stops. The
+model's answers are cached in the store, so a second run costs nothing.
 
 Prints a table and, as its last line, one JSON object:
 ``{"dataset", "split", "recall@10": {"naive", "hybrid", "first-k", "mia-rag"}, ...}``.
@@ -20,18 +26,29 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-from common import chunk_spans, limit_threads, log, paired_points, split_store  # noqa: E402
+from common import (  # noqa: E402
+    cache_root,
+    chunk_spans,
+    limit_threads,
+    log,
+    paired_points,
+    split_store,
+)
 
 from mindscape.embeddings import load_embedder  # noqa: E402
-from mindscape.eval.bench import gold_spans, load_questions  # noqa: E402
+from mindscape.estimate import index_cost  # noqa: E402
+from mindscape.eval.bench import gold_spans, load_documents, load_questions  # noqa: E402
 from mindscape.eval.metrics import (
     recall_at_k,  # noqa: E402
 )
 from mindscape.memory.activation import activate  # noqa: E402
+from mindscape.memory.cache import IndexCache, content_key  # noqa: E402
+from mindscape.memory.indexer import IndexConfig, parse_llm_parts  # noqa: E402
 from mindscape.memory.retriever import (  # noqa: E402
     RetrievalSettings,
     Retriever,
@@ -59,7 +76,8 @@ class Variant:
 
 
 def variants(grid: bool) -> list[Variant]:
-    """The main rows, the α sweep and (with ``grid``) the design sweep."""
+    """The main rows, the α sweep, the rows the session summaries decide and (with ``grid``)
+    the design sweep."""
     base = default_settings()
     dense = dataclasses.replace(base, chunk_mode="dense")
     p = default_params()
@@ -89,19 +107,35 @@ def variants(grid: bool) -> list[Variant]:
         out.append(
             Variant(f"first-k α={a}", dataclasses.replace(base, alpha=a), "first-k", p, "alpha")
         )
-    if not grid:
-        return out
+    # The rows the session summaries decide (the default selection reads them only in its
+    # redundancy term): what LLM-written summaries (--llm) change.
     literal = literal_params()
-    g = "grid"
+    summ = "summaries"
     out += [
+        Variant("rel=summary", base, "coverage", dataclasses.replace(p, relevance="summary"), summ),
+        Variant(
+            "rel+match=summary",
+            base,
+            "coverage",
+            dataclasses.replace(p, relevance="summary", match="summary"),
+            summ,
+        ),
+        Variant(
+            "s(σ,c)=mean", dataclasses.replace(base, signature_mode="mean"), "coverage", p, summ
+        ),
         # The paper-literal objective: summary relevance, summary-cosine match, dense E1, dense s(q,c).
         Variant(
             "literal: summary rel+match, dense, mean",
             dataclasses.replace(dense, signature_mode="mean", gate="none"),
             "coverage",
             literal,
-            g,
+            summ,
         ),
+    ]
+    if not grid:
+        return out
+    g = "grid"
+    out += [
         Variant(
             "literal + members/region scoring",
             dataclasses.replace(dense, gate="none"),
@@ -149,7 +183,6 @@ def variants(grid: bool) -> list[Variant]:
         ),
         Variant("first-k hybrid E1, dense s(q,c)", dense, "first-k", p, g),
         # Selection ablations (hybrid E1, hybrid s(q,c), region, gate).
-        Variant("rel=summary", base, "coverage", dataclasses.replace(p, relevance="summary"), g),
         Variant(
             "match=summary+boost", base, "coverage", dataclasses.replace(p, match="summary"), g
         ),
@@ -162,7 +195,6 @@ def variants(grid: bool) -> list[Variant]:
         Variant("K=8", base, "coverage", dataclasses.replace(p, k=8), g),
         Variant("K0=20", base, "coverage", dataclasses.replace(p, k0=20), g),
         # Scoring ablations.
-        Variant("s(σ,c)=mean", dataclasses.replace(base, signature_mode="mean"), "coverage", p, g),
         Variant("s(σ,c)=max", dataclasses.replace(base, signature_mode="max"), "coverage", p, g),
         Variant(
             "s(σ,c)=members", dataclasses.replace(base, signature_mode="members"), "coverage", p, g
@@ -259,9 +291,8 @@ def evaluate(
                         q.question, method=v.method, params=v.params, doc_ids=doc_ids
                     )
                     sig_cache[key] = signature
-                    story.setdefault(
-                        f"{v.method} {v.params.activation if v.params else ''}", []
-                    ).append(
+                    # Under the first row that selects this signature.
+                    story.setdefault(v.name, []).append(
                         float(bool(signature) and signature[0].unit_id.split(":")[0] == q.doc_id)
                     )
             hits = retriever.rank_chunks(
@@ -318,6 +349,59 @@ def paired(scores: Scores, a: str, b: str, k: int = 10) -> dict[str, float]:
 MAIN = ("naive", "hybrid", "first-k", "mia-rag")
 
 
+def llm_namespace(args: argparse.Namespace) -> argparse.Namespace:
+    """The options ``mindscape index --index-llm`` reads to build its LLM."""
+    return argparse.Namespace(
+        llm=args.llm,
+        model=args.model,
+        base_url=args.base_url,
+        local_model=args.local_model,
+        index_llm=True,
+    )
+
+
+def index_setup(args: argparse.Namespace) -> tuple[IndexConfig, Any, str]:
+    """(index config, a factory of the index LLM from a store's cache or None, its id)."""
+    if args.llm is None:
+        return IndexConfig(), None, ""
+    from mindscape.commands.common import llm_from_args, settings_from_args
+
+    try:
+        parts = parse_llm_parts(args.index_llm_parts)
+    except ValueError as e:
+        raise SystemExit(f"retrieval_recall.py: {e}") from None
+    ns = llm_namespace(args)
+    llm_id = settings_from_args(ns, index_llm=True).resolved().model_name()
+    # One answer cache for every store this LLM indexes, so a dev+test pool reuses the
+    # summaries the dev and the test store already paid for.
+    shared = IndexCache(cache_root() / f"llm-{content_key(llm_id)[:12]}.sqlite3")
+    return IndexConfig(llm_parts=parts), lambda _cache: llm_from_args(ns, shared), llm_id
+
+
+def print_estimate(args: argparse.Namespace, splits: list[str], config: IndexConfig) -> int:
+    """The LLM cost of indexing the split(s) with `config` (no model is loaded)."""
+    docs = [d for s in splits for d in load_documents(args.bench, args.dataset, s)]
+    cost, shape = index_cost(
+        [(d.doc_id, d.text) for d in docs],
+        chunk_size=config.chunk_size,
+        overlap=config.chunk_overlap,
+        window=config.window,
+        summary_tokens=config.summary_tokens,
+        max_section_chunks=config.max_section_chunks,
+        triples=config.triples,
+        mom_paths=config.mom_paths,
+        llm_parts=config.llm_parts,
+    )
+    print(f"{args.dataset}/{args.split}: {shape}")
+    print(
+        f"LLM ({', '.join(config.llm_parts)}): {cost.calls} calls, {cost.tokens_in:,} input "
+        f"tokens, {cost.tokens_out:,} output tokens"
+    )
+    for part, row in cost.parts.items():
+        print(f"  {part}: {row}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bench", default="../shared/bench")
@@ -343,12 +427,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--threads", type=int, default=1, help="torch/BLAS threads (0 = library default)"
     )
+    ap.add_argument(
+        "--llm",
+        choices=["local", "openai"],
+        default=None,
+        help="index the store with this LLM writing --index-llm-parts (default: offline)",
+    )
+    ap.add_argument("--model", default=None, help="the endpoint's model (--llm openai)")
+    ap.add_argument("--base-url", default=None, help="the endpoint's URL (--llm openai)")
+    ap.add_argument("--local-model", default=None, help="a GGUF file for --llm local")
+    ap.add_argument(
+        "--index-llm-parts",
+        default="episodic",
+        help="the index parts the LLM writes (default: episodic, the session summaries)",
+    )
+    ap.add_argument("--estimate", action="store_true", help="print the LLM indexing cost and stop")
     args = ap.parse_args(argv)
     limit_threads(args.threads)
 
-    emb = load_embedder()
     splits = args.split.split("+")
-    store, docs = split_store(args.bench, args.dataset, splits, emb)
+    config, make_llm, llm_id = index_setup(args)
+    if args.estimate:
+        return print_estimate(args, splits, config)
+    emb = load_embedder()
+    store, docs = split_store(
+        args.bench, args.dataset, splits, emb, config=config, llm=make_llm, llm_id=llm_id
+    )
     spans = chunk_spans(store)
     questions = [
         q for split in splits for q in load_questions(args.bench, args.dataset, split) if q.evidence
@@ -438,6 +542,10 @@ def main(argv: list[str] | None = None) -> int:
         "alpha_sweep_recall@10": {
             str(a): round(total.mean(f"mia-rag α={a}", 10), 4) for a in (0.25, 0.5, 0.75)
         },
+        "summaries_recall@10": {
+            v.name: round(total.mean(v.name, 10), 4) for v in rows if v.group == "summaries"
+        },
+        "index_llm": llm_id or "offline",
         "questions": len(total.recall["naive"][10]),
     }
     print(json.dumps(summary))

@@ -353,3 +353,53 @@ def test_the_benchmarks_store_cache_is_keyed_by_content(tmp_path, monkeypatch):
         assert texts.strip() == text and [d.doc_id for d in docs] == ["toy-a"]
         paths.append(store.path)
     assert paths[0] != paths[1]
+
+
+def test_a_store_indexed_by_an_llm_is_its_own_and_holds_its_summaries(tmp_path, monkeypatch):
+    """retrieval_recall.py --llm: the LLM-summarised store never replaces the offline one."""
+    import sys
+    from pathlib import Path
+
+    from mindscape.llm import LLM, LLMSettings
+    from mindscape.memory.indexer import IndexConfig
+    from tests.fakes import HashingEmbedder, ScriptedChatModel
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import common
+
+    monkeypatch.setenv(common.CACHE_ENV, str(tmp_path / "cache"))
+    root = tmp_path / "bench"
+    (root / "toy").mkdir(parents=True)
+    text = " ".join(f"Ann walked to the mill on day {n} and met Bob there." for n in range(40))
+    row = {"doc_id": "toy-a", "dataset": "toy", "split": "dev", "title": "A", "text": text}
+    (root / "toy" / "documents.jsonl").write_text(json.dumps(row) + "\n")
+    (root / "toy" / "questions.jsonl").write_text("")
+    manifest = {"datasets": {"toy": {"splits": {"dev": {"documents": 1, "questions": 0}}}}}
+    (root / "manifest.json").write_text(json.dumps(manifest))
+
+    chat = ScriptedChatModel(responses=["A session the model summed up."] * 100)
+    settings = LLMSettings(backend="openai", structured="off")
+    config = IndexConfig(llm_parts=("episodic",))
+    offline, _ = common.split_store(root, "toy", "dev", HashingEmbedder())
+    offline_sessions = [u.text for u in offline.view("episodic").units]
+    llm_store, _ = common.split_store(
+        root,
+        "toy",
+        "dev",
+        HashingEmbedder(),
+        config=config,
+        llm=lambda cache: LLM(chat, settings=settings, cache=cache),
+        llm_id="scripted",
+    )
+    assert llm_store.path != offline.path
+    sessions = [u.text for u in llm_store.view("episodic").units]
+    assert sessions and set(sessions) == {"A session the model summed up."}
+    assert chat.calls and all("summar" in p.lower() for p in chat.prompts)
+    # the offline store is untouched, and the other layers of the LLM store are its own
+    assert [u.text for u in offline.view("episodic").units] == offline_sessions
+    assert "A session the model summed up." not in offline_sessions
+    assert [u.text for u in llm_store.view("semantic").units] == [
+        u.text for u in offline.view("semantic").units
+    ]
+    offline.close()
+    llm_store.close()
