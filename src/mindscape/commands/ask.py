@@ -75,7 +75,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--preset", choices=PRESET_NAMES, default="mindscape", help="default: %(default)s"
     )
     p.add_argument("--max-rounds", type=int, default=None, help="retrieval rounds (preset default)")
-    p.add_argument("--max-llm-calls", type=int, default=None, help="LLM call budget")
+    p.add_argument("--max-llm-calls", type=int, default=None, help="LLM call budget (default 100)")
     p.add_argument(
         "--rewrite",
         action=argparse.BooleanOptionalAction,

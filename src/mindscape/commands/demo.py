@@ -15,10 +15,12 @@ from importlib import resources
 from mindscape.commands.common import (
     add_model_options,
     add_quiet_option,
-    add_store_option,
     examples,
     settings_from_args,
 )
+
+DEMO_STORE = ".mindscape/demo-store"
+"""The demo's own store, apart from the one `index` and `ask` use by default."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -30,13 +32,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "four questions about it, with the local model when installed, else extractively.",
         **examples("mindscape demo", "mindscape demo --llm extractive --json --quiet"),
     )
-    add_store_option(p)
+    p.add_argument(
+        "--store",
+        default=None,
+        help=f"store directory (default: {DEMO_STORE}; $MINDSCAPE_STORE is not read)",
+    )
     add_model_options(p)
     add_quiet_option(p)
     p.add_argument("--json", action="store_true", help="one JSON object per answer (JSON lines)")
     p.add_argument("--preset", default="mindscape", help="default: %(default)s")
-    p.set_defaults(func=run, store=None)
-    p.add_argument("--top", type=int, default=3, help="passages shown per question")
+    p.set_defaults(func=run)
+    p.add_argument(
+        "--top", type=int, default=3, help="passages shown per question (default %(default)s)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     data = resources.files("mindscape") / "data"
     spec = json.loads((data / "demo.json").read_text())
     text = (data / spec["file"]).read_text()
-    path = args.store or ".mindscape/demo-store"
+    path = args.store or DEMO_STORE
     store = MemoryStore(path)
     embedder = load_embedder(args.embedder)
     indexer = Indexer(store, embedder, progress=not args.quiet)

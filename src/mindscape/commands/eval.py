@@ -29,9 +29,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("--bench", required=True, help="the bench directory (e.g. ../shared/bench)")
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--split", required=True, choices=["dev", "test"])
-    p.add_argument("--preset", default="naive,mia-rag,mindscape", help="comma-separated presets")
+    p.add_argument(
+        "--dataset", required=True, help="a dataset of the bench (e.g. quality_leval, fairytaleqa)"
+    )
+    p.add_argument("--split", required=True, choices=["dev", "test"], help="the split to run")
+    p.add_argument(
+        "--preset",
+        default="naive,mia-rag,mindscape",
+        help="default: %(default)s (a comma-separated list of presets)",
+    )
     p.add_argument("--limit", type=int, default=None, help="first N questions only")
     p.add_argument(
         "--per-doc",
@@ -42,7 +48,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", default=None, help="output directory (default runs/eval/DATASET-SPLIT)")
     p.add_argument(
-        "--stores", default=".mindscape/bench-stores", help="where per-document stores are kept"
+        "--stores",
+        default=".mindscape/bench-stores",
+        help="where per-document stores are kept (default %(default)s)",
     )
     p.add_argument("--concurrency", type=int, default=1, help="questions in flight (default 1)")
     p.add_argument(

@@ -62,9 +62,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=3,
         metavar="N",
-        help="with an index LLM: candidate MoM memories per outline section, one chosen by the "
-        "local model's token probabilities (default %(default)s; 1: one greedy memory, no "
-        "scoring)",
+        help="when an index LLM writes the outline: candidate MoM memories per outline "
+        "section, one chosen by the local model's token probabilities (default %(default)s; 1: "
+        "one greedy memory, no scoring)",
     )
     p.add_argument(
         "--mom-k",
@@ -90,7 +90,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--index-llm",
         action="store_true",
         default=None,
-        help="with the local model, also use it for summaries, outline and triples "
+        help="with the local model, also use it at index time, for the parts "
+        "--index-llm-parts names (default: summaries, outline and triples) "
         "($MINDSCAPE_INDEX_LLM; off by default: hours of LLM time for a long book)",
     )
     p.add_argument(
@@ -99,7 +100,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="PARTS",
         help="with an index LLM (--index-llm or an endpoint): the parts it writes, "
         "comma-separated among episodic, semantic, outline, triples (summaries: episodic and "
-        "semantic; default all); the others are built as without an LLM (extractive "
+        "semantic; all: every part, the default); the others are built as without an LLM (extractive "
         "summaries, the offline outline, no triples)",
     )
     p.set_defaults(func=run_index)

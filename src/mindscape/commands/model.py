@@ -57,7 +57,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--port", type=int, default=None, help="default: a free port")
     v.add_argument("--threads", type=int, default=None, help="default: every usable core")
     v.add_argument("--ctx", type=int, default=8192, help="context size (default %(default)s)")
-    v.add_argument("--local-model", default=None, metavar="GGUF")
+    v.add_argument(
+        "--local-model",
+        default=None,
+        metavar="GGUF",
+        help="a GGUF file to serve ($MINDSCAPE_LOCAL_MODEL; default: the installed "
+        "Qwen2.5-Coder-1.5B-Instruct)",
+    )
     v.set_defaults(func=run_serve)
 
 
