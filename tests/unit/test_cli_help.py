@@ -80,3 +80,19 @@ def test_quiet_silences_notices_while_its_command_runs(
     assert logging.getLogger("mindscape").level == level
     assert main(["inspect", "--store", "unused"]) == 0
     assert "falling back to extractive" in caplog.messages
+
+
+@pytest.mark.parametrize("words", ["ask", "demo", "eval"])
+def test_an_unknown_preset_is_refused_before_any_work(
+    words: str, capsys: pytest.CaptureFixture[str]
+):
+    """A misspelt preset is a one-line usage error naming the presets, not a traceback after
+    indexing."""
+    args = [*words.split(), "--preset", "mindscap"]
+    if words == "ask":
+        args.append("Who is Ann?")
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert "mindscap" in err and "mindscape" in err and "Traceback" not in err

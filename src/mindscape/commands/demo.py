@@ -18,6 +18,7 @@ from mindscape.commands.common import (
     examples,
     settings_from_args,
 )
+from mindscape.presets import PRESET_NAMES
 
 DEMO_STORE = ".mindscape/demo-store"
 """The demo's own store, apart from the one `index` and `ask` use by default."""
@@ -40,7 +41,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_model_options(p)
     add_quiet_option(p)
     p.add_argument("--json", action="store_true", help="one JSON object per answer (JSON lines)")
-    p.add_argument("--preset", default="mindscape", help="default: %(default)s")
+    p.add_argument(
+        "--preset", choices=PRESET_NAMES, default="mindscape", help="default: %(default)s"
+    )
     p.set_defaults(func=run)
     p.add_argument(
         "--top", type=int, default=3, help="passages shown per question (default %(default)s)"
