@@ -4,6 +4,7 @@
     python benchmarks/mom_recall.py --split dev                          # local model, N=3
     python benchmarks/mom_recall.py --split dev --all-llm-parts          # LLM summaries too
     python benchmarks/mom_recall.py --split test --llm openai            # an endpoint
+    python benchmarks/mom_recall.py --split test --stories 6 --seed 1    # a random sample
 
 The same stories are indexed three ways, and every question with gold evidence is asked
 (retrieval only, no answer) under four methods:
@@ -562,11 +563,35 @@ def estimate(args: argparse.Namespace, docs: Sequence[Any]) -> int:
     return 0
 
 
+def choose_stories(docs: Sequence[Any], n: int | None, seed: int | None) -> list[Any]:
+    """The stories to build: all, the first `n`, or with `seed` `n` drawn at random (kept in
+    the split's order, so a store built from a smaller draw is not reordered)."""
+    if not n or n >= len(docs):
+        return list(docs)
+    if seed is None:
+        return list(docs[:n])
+    import random
+
+    picked = set(random.Random(seed).sample(range(len(docs)), n))
+    return [d for i, d in enumerate(docs) if i in picked]
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bench", default="../shared/bench")
     ap.add_argument("--split", default="dev", choices=["dev", "test"])
-    ap.add_argument("--stories", type=int, default=None, help="the first N stories of the split")
+    ap.add_argument(
+        "--stories",
+        type=int,
+        default=None,
+        help="the first N stories of the split (with --seed: N stories drawn at random)",
+    )
+    ap.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="draw --stories at random with this seed (a sample of the split, not its head)",
+    )
     ap.add_argument(
         "--per-doc", type=int, default=None, metavar="K", help="at most K questions per story"
     )
@@ -609,9 +634,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--mom-paths must be at least 2 ((c) is the single memory)")
     from mindscape.eval.bench import load_documents, load_questions
 
-    docs = load_documents(args.bench, DATASET, args.split)
-    if args.stories:
-        docs = docs[: args.stories]
+    docs = choose_stories(load_documents(args.bench, DATASET, args.split), args.stories, args.seed)
     if args.estimate:
         return estimate(args, docs)
     limit_threads(args.threads)

@@ -291,3 +291,14 @@ def test_a_shared_cache_asks_the_greedy_path_once_and_reports_it_in_d(
     assert shared["cost_per_story"]["toy-a"]["selected"]["cached"] >= sections
     assert asked[1] < asked[0]  # greedy paths asked once
     assert shared["recall@10"] == own["recall@10"]
+
+
+def test_stories_are_the_head_or_a_seeded_sample_in_split_order():
+    docs = [f"story-{n}" for n in range(10)]
+    assert mom_recall.choose_stories(docs, None, None) == docs
+    assert mom_recall.choose_stories(docs, 3, None) == docs[:3]
+    sample = mom_recall.choose_stories(docs, 4, 1)
+    assert len(sample) == 4 and sample == sorted(sample, key=docs.index)
+    assert sample == mom_recall.choose_stories(docs, 4, 1)  # the same seed, the same stories
+    assert sample != docs[:4]  # a sample, not the head
+    assert mom_recall.choose_stories(docs, 20, 1) == docs
