@@ -7,6 +7,7 @@ indexed the same way, so a second run costs only opening the store.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -45,6 +46,18 @@ NQA_LATENCY_BOOKS: tuple[str, ...] = (
 def cache_root() -> Path:
     """Where benchmark stores live."""
     return Path(os.environ.get(CACHE_ENV) or "/tmp/ms_bench")
+
+
+def llm_namespace(args: argparse.Namespace) -> argparse.Namespace:
+    """The options ``mindscape index --index-llm`` reads to build its LLM, from a benchmark
+    script's ``--llm``/``--model``/``--base-url``/``--local-model``."""
+    return argparse.Namespace(
+        llm=args.llm,
+        model=args.model,
+        base_url=args.base_url,
+        local_model=args.local_model,
+        index_llm=True,
+    )
 
 
 def log(*parts: Any) -> None:

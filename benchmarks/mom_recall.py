@@ -65,7 +65,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import cache_root, chunk_spans, limit_threads, log, paired_points  # noqa: E402
+from common import (  # noqa: E402
+    cache_root,
+    chunk_spans,
+    limit_threads,
+    llm_namespace,
+    log,
+    paired_points,
+)
 
 from mindscape.eval.metrics import bootstrap_ci  # noqa: E402
 from mindscape.memory.indexer import LLM_PARTS, IndexConfig  # noqa: E402
@@ -285,17 +292,6 @@ def index_configs(args: argparse.Namespace) -> dict[str, IndexConfig]:
         "single": dataclasses.replace(base, mom_paths=1),
         "selected": dataclasses.replace(base, mom_paths=args.mom_paths, mom_k=args.mom_k),
     }
-
-
-def llm_namespace(args: argparse.Namespace) -> argparse.Namespace:
-    """The options ``mindscape index --index-llm`` reads to build its LLM."""
-    return argparse.Namespace(
-        llm=args.llm,
-        model=args.model,
-        base_url=args.base_url,
-        local_model=args.local_model,
-        index_llm=True,
-    )
 
 
 class Builder:

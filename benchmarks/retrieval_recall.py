@@ -12,7 +12,9 @@ chunk is a hit when it is from the question's document and overlaps a gold
 With ``--llm`` the store's session summaries (the signature's units) are written by that model
 (``--index-llm-parts``, default ``episodic``: the other parts stay as offline) instead of
 extracted, as MiA builds them; ``--estimate`` prints that indexing's cost and stops. The
-model's answers are cached in the store, so a second run costs nothing.
+model's answers are cached by content in one file per LLM under the benchmarks' cache
+(``llm-<id>.sqlite3``) that every split's store reads, so a rerun, or the dev+test pool after
+dev and test, costs nothing.
 
 Prints a table and, as its last line, one JSON object:
 ``{"dataset", "split", "recall@10": {"naive", "hybrid", "first-k", "mia-rag"}, ...}``.
@@ -35,6 +37,7 @@ from common import (  # noqa: E402
     cache_root,
     chunk_spans,
     limit_threads,
+    llm_namespace,
     log,
     paired_points,
     split_store,
@@ -347,17 +350,6 @@ def paired(scores: Scores, a: str, b: str, k: int = 10) -> dict[str, float]:
 
 
 MAIN = ("naive", "hybrid", "first-k", "mia-rag")
-
-
-def llm_namespace(args: argparse.Namespace) -> argparse.Namespace:
-    """The options ``mindscape index --index-llm`` reads to build its LLM."""
-    return argparse.Namespace(
-        llm=args.llm,
-        model=args.model,
-        base_url=args.base_url,
-        local_model=args.local_model,
-        index_llm=True,
-    )
 
 
 def index_setup(args: argparse.Namespace) -> tuple[IndexConfig, Any, str]:
