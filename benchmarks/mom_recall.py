@@ -501,23 +501,13 @@ def print_report(
 
 def estimate(args: argparse.Namespace, docs: Sequence[Any]) -> int:
     """The LLM cost of building (c) and (d) for `docs`, from :mod:`mindscape.estimate`."""
-    from mindscape.estimate import index_cost
+    from mindscape.estimate import config_cost
 
     configs = index_configs(args)
     out: dict[str, Any] = {}
     for kind in ("single", "selected"):
         cfg = configs[kind]
-        cost, shape = index_cost(
-            ((d.doc_id, d.text) for d in docs),
-            chunk_size=cfg.chunk_size,
-            overlap=cfg.chunk_overlap,
-            window=cfg.window,
-            summary_tokens=cfg.summary_tokens,
-            max_section_chunks=cfg.max_section_chunks,
-            triples=cfg.triples,
-            mom_paths=cfg.mom_paths,
-            llm_parts=cfg.llm_parts,
-        )
+        cost, shape = config_cost(((d.doc_id, d.text) for d in docs), cfg)
         out[kind] = cost.as_dict()
         out["index"] = shape
     c, d = out["single"], out["selected"]

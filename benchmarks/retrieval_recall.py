@@ -44,7 +44,7 @@ from common import (  # noqa: E402
 )
 
 from mindscape.embeddings import load_embedder  # noqa: E402
-from mindscape.estimate import index_cost  # noqa: E402
+from mindscape.estimate import config_cost  # noqa: E402
 from mindscape.eval.bench import gold_spans, load_documents, load_questions  # noqa: E402
 from mindscape.eval.metrics import (
     recall_at_k,  # noqa: E402
@@ -373,17 +373,7 @@ def index_setup(args: argparse.Namespace) -> tuple[IndexConfig, Any, str]:
 def print_estimate(args: argparse.Namespace, splits: list[str], config: IndexConfig) -> int:
     """The LLM cost of indexing the split(s) with `config` (no model is loaded)."""
     docs = [d for s in splits for d in load_documents(args.bench, args.dataset, s)]
-    cost, shape = index_cost(
-        [(d.doc_id, d.text) for d in docs],
-        chunk_size=config.chunk_size,
-        overlap=config.chunk_overlap,
-        window=config.window,
-        summary_tokens=config.summary_tokens,
-        max_section_chunks=config.max_section_chunks,
-        triples=config.triples,
-        mom_paths=config.mom_paths,
-        llm_parts=config.llm_parts,
-    )
+    cost, shape = config_cost([(d.doc_id, d.text) for d in docs], config)
     print(f"{args.dataset}/{args.split}: {shape}")
     print(
         f"LLM ({', '.join(config.llm_parts)}): {cost.calls} calls, {cost.tokens_in:,} input "

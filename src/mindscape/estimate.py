@@ -96,6 +96,25 @@ def _fixed(counter: TokenCounter, system: str, template: str, **values: object) 
     return counter.count(system) + counter.count(prompts.render(template, **values))
 
 
+def config_cost(
+    docs: Iterable[tuple[str, str]], config: IndexConfig, counter: TokenCounter | None = None
+) -> tuple[Cost, dict[str, int]]:
+    """:func:`index_cost` of indexing `docs` with `config` (its chunking, windows, summaries,
+    sections, triples, MoM paths and LLM parts)."""
+    return index_cost(
+        docs,
+        chunk_size=config.chunk_size,
+        overlap=config.chunk_overlap,
+        window=config.window,
+        summary_tokens=config.summary_tokens,
+        max_section_chunks=config.max_section_chunks,
+        triples=config.triples,
+        mom_paths=config.mom_paths,
+        llm_parts=config.llm_parts,
+        counter=counter,
+    )
+
+
 def index_cost(
     docs: Iterable[tuple[str, str]],
     *,
