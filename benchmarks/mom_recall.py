@@ -5,6 +5,7 @@
     python benchmarks/mom_recall.py --split dev --all-llm-parts          # LLM summaries too
     python benchmarks/mom_recall.py --split test --llm openai            # an endpoint
     python benchmarks/mom_recall.py --split test --stories 6 --seed 1    # a random sample
+    python benchmarks/mom_recall.py --split test --stories 6 --seed 1 --answer 16  # + F1
 
 The same stories are indexed three ways, and every question with gold evidence is asked
 (retrieval only, no answer) under four methods:
@@ -50,6 +51,16 @@ Recall@10: a retrieved chunk is a hit when it is from the question's story and o
 span (``mindscape.eval.metrics.recall_at_k``). ``--scope pool`` (default) asks each question
 against all the chosen stories, as ``retrieval_recall.py`` does; ``--scope story`` against its
 own story only. Prints a table and, as its last line, one JSON object.
+
+Answer F1 (``--answer Q``): Q questions, spread over the stories (each story's first, then
+each one's second, ...), are answered under every method's preset over its memory with the
+model ``--llm`` names (the local model by default; the ``mom`` preset makes one answer call
+over the late-fused chunks, ``naive`` one over the dense chunks), scoped as the recall is.
+Every answer is appended to ``mom_recall_answers.jsonl`` in the benchmarks' cache as it
+finishes, keyed by method, memory fingerprint (N and k included), question, pool and model,
+so a killed run resumes and a larger Q answers only the new questions. The table gives F1
+with its bootstrap CI, the paired differences of ``PAIRS`` and, per question, the LLM calls,
+input tokens and seconds (a cached answer keeps the seconds it took when it was made).
 """
 
 from __future__ import annotations
@@ -445,6 +456,124 @@ def recall_hits(
     return out
 
 
+# --------------------------------------------------------------------------- answers
+
+ANSWERS_FILE = "mom_recall_answers.jsonl"
+"""Answered questions, one JSON object a line, in the benchmarks' cache (resumable)."""
+
+
+def spread(questions: Sequence[Any], n: int) -> list[Any]:
+    """`n` questions spread over the stories: every story's first, then every story's
+    second, and so on (stories in split order)."""
+    by_doc: dict[str, list[Any]] = {}
+    for q in questions:
+        by_doc.setdefault(q.doc_id, []).append(q)
+    out: list[Any] = []
+    depth = 0
+    while len(out) < n and any(depth < len(qs) for qs in by_doc.values()):
+        out.extend(qs[depth] for qs in by_doc.values() if depth < len(qs))
+        depth += 1
+    return out[:n]
+
+
+def answer_key(
+    method: Method, memory: Memory, qid: str, pool: Sequence[str] | None, model: str
+) -> str:
+    """What an answer depends on: the method, the memory's index fingerprint (N and k
+    included), the question, the pool it is asked against and the answering model."""
+    from mindscape.memory.cache import content_key
+
+    scope = ",".join(sorted(pool)) if pool is not None else "story"
+    return content_key(
+        json.dumps([method.name, method.preset, memory.fingerprint, qid, scope, model])
+    )
+
+
+def load_answers(path: Path) -> dict[str, dict[str, Any]]:
+    """The answers of earlier runs by key (a line cut short by a killed run is dropped)."""
+    done: dict[str, dict[str, Any]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            done[rec["key"]] = rec
+    return done
+
+
+def answer_all(
+    builder: Builder,
+    rows: Sequence[Method],
+    questions: Sequence[Any],
+    pool: set[str] | None,
+    deps: Any,
+    model: str,
+) -> dict[str, list[dict[str, Any]]]:
+    """Every question answered under every method's preset and memory (the ``mom`` preset
+    is one answer call over the late-fused chunks); records are appended to
+    :data:`ANSWERS_FILE` as they finish and a rerun answers only what is missing."""
+    from mindscape.eval.bench import system_view
+    from mindscape.eval.metrics import token_f1
+    from mindscape.graphs.qa import answer_question
+
+    path = cache_root() / ANSWERS_FILE
+    done = load_answers(path)
+    scope = sorted(pool) if pool is not None else None
+    out: dict[str, list[dict[str, Any]]] = {}
+    for m in rows:
+        memory = builder.memories[m.memory]
+        out[m.name] = []
+        for n, q in enumerate(questions, 1):
+            key = answer_key(m, memory, q.qid, scope, model)
+            if key not in done:
+                view = {**system_view(q), "doc_ids": scope or [q.doc_id]}
+                t0 = time.perf_counter()
+                res = answer_question(view, preset=m.preset, store=str(memory.path), deps=deps)
+                answer = str(res.get("answer") or "")
+                done[key] = {
+                    "key": key,
+                    "method": m.name,
+                    "qid": q.qid,
+                    "answer": answer,
+                    "f1": token_f1(answer, q.answers),
+                    "llm_calls": int(res.get("llm_calls", 0)),
+                    "tokens_in": int(res.get("tokens_in", 0)),
+                    "tokens_out": int(res.get("tokens_out", 0)),
+                    "seconds": round(time.perf_counter() - t0, 2),
+                }
+                with path.open("a") as f:
+                    f.write(json.dumps(done[key]) + "\n")
+                log(f"  answered {m.name} {q.qid}: F1 {done[key]['f1']:.2f} [{n}/{len(questions)}]")
+            out[m.name].append(done[key])
+    return out
+
+
+def summarize_answers(
+    records: Mapping[str, Sequence[Mapping[str, Any]]], n_resamples: int = 2000
+) -> dict[str, Any]:
+    """Per method the mean answer F1 with its bootstrap 95% CI and the mean LLM calls, input
+    tokens and seconds a question; per pair of :data:`PAIRS` the paired F1 difference."""
+    f1 = {name: [float(r["f1"]) for r in recs] for name, recs in records.items()}
+    rows = {}
+    for name, recs in records.items():
+        mean, low, high = bootstrap_ci(f1[name], n_resamples=n_resamples)
+        n = max(len(recs), 1)
+        rows[name] = {
+            "mean": round(mean, 4),
+            "low": round(low, 4),
+            "high": round(high, 4),
+            "n": len(recs),
+            "llm_calls": round(sum(r["llm_calls"] for r in recs) / n, 2),
+            "tokens_in": round(sum(r["tokens_in"] for r in recs) / n, 1),
+            "seconds": round(sum(r["seconds"] for r in recs) / n, 1),
+        }
+    diffs = {
+        f"{a} - {b}": paired(f1[a], f1[b], n_resamples) for a, b in PAIRS if a in f1 and b in f1
+    }
+    return {"answer_f1": rows, "paired_answer_f1_points": diffs}
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -497,6 +626,52 @@ def print_report(
         tot = cost_totals([row[mem] for row in per_story.values()])
         label = f"total ({tot['stories']:.0f} stories)" if tot else "total"
         print(line(label if mem == "single" else "", mem, tot))
+
+
+def answer_deps(settings: Any, emb: Any) -> Any:
+    """The graph's dependencies for answering: the benchmark's embedder and a chat model
+    built from `settings` (the local model by default)."""
+    from mindscape.deps import Deps
+
+    return Deps(embedder=emb, llm_settings=settings)
+
+
+def answer_report(
+    args: argparse.Namespace,
+    builder: Builder,
+    emb: Any,
+    rows: Sequence[Method],
+    questions: Sequence[Any],
+    pool: set[str] | None,
+) -> dict[str, Any]:
+    """Answers `args.answer` questions under every method and prints their F1 table; returns
+    the figures for the JSON line."""
+    from mindscape.commands.common import settings_from_args
+
+    settings = settings_from_args(llm_namespace(args)).resolved()
+    model = settings.model_name()
+    asked = spread(questions, args.answer)
+    deps = answer_deps(settings, emb)
+    summary = summarize_answers(answer_all(builder, rows, asked, pool, deps, model))
+    print(
+        f"\nanswer F1, {len(asked)} questions ({len({q.doc_id for q in asked})} stories), "
+        f"answered by {model}; per question: LLM calls, input tokens, seconds"
+    )
+    print(f"{'method':52s} {'F1':>7s}  95% CI{'':14s} calls  tok_in      s")
+    for m in rows:
+        r = summary["answer_f1"][m.name]
+        print(
+            f"{m.label:52s} {fmt_ci(r)} {r['llm_calls']:5.2f} {r['tokens_in']:7.0f} "
+            f"{r['seconds']:6.1f}"
+        )
+    letter = {m.name: m.label.split()[0] for m in rows}
+    for name, d in summary["paired_answer_f1_points"].items():
+        a, b = name.split(" - ")
+        print(
+            f"{letter[a]} − {letter[b]}: {d['mean']:+.2f} F1 points (paired 95% CI "
+            f"{d['low']:+.2f} to {d['high']:+.2f}; better on {d['better']}, worse on {d['worse']})"
+        )
+    return {"answered": len(asked), "answer_model": model, **summary}
 
 
 def estimate(args: argparse.Namespace, docs: Sequence[Any]) -> int:
@@ -610,6 +785,14 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--estimate", action="store_true", help="print the expected LLM cost, run nothing"
     )
+    ap.add_argument(
+        "--answer",
+        type=int,
+        default=0,
+        metavar="Q",
+        help="also answer Q questions (spread over the stories) under every method with the "
+        "model --llm names, and report answer F1 (default 0: retrieval only)",
+    )
     ap.add_argument("--threads", type=int, default=1, help="torch/BLAS threads (0 = default)")
     return ap
 
@@ -662,6 +845,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     shared = any((builder.memories["selected"].costs.get(d) or {}).get("shared_cache") for d in ids)
     print_report(head, rows, summary, per_story, shared)
+    answers: dict[str, Any] = {}
+    if args.answer:
+        answers = answer_report(args, builder, emb, rows, questions, pool)
     print(
         json.dumps(
             {
@@ -684,6 +870,7 @@ def main(argv: list[str] | None = None) -> int:
                     for mem in ("single", "selected")
                 },
                 "stores": {k: str(m.path) for k, m in builder.memories.items()},
+                **answers,
             }
         )
     )

@@ -302,3 +302,64 @@ def test_stories_are_the_head_or_a_seeded_sample_in_split_order():
     assert sample == mom_recall.choose_stories(docs, 4, 1)  # the same seed, the same stories
     assert sample != docs[:4]  # a sample, not the head
     assert mom_recall.choose_stories(docs, 20, 1) == docs
+
+
+def test_answers_spread_over_the_stories():
+    class Q:
+        def __init__(self, doc_id, n):
+            self.doc_id, self.qid = doc_id, f"{doc_id}-{n}"
+
+    qs = [Q("a", 0), Q("a", 1), Q("a", 2), Q("b", 0), Q("c", 0), Q("c", 1)]
+    assert [q.qid for q in mom_recall.spread(qs, 4)] == ["a-0", "b-0", "c-0", "a-1"]
+    assert [q.qid for q in mom_recall.spread(qs, 99)] == [
+        "a-0", "b-0", "c-0", "a-1", "c-1", "a-2",
+    ]  # fmt: skip
+
+
+def test_answer_f1_is_reported_per_method_and_resumes(tmp_path, monkeypatch, capsys):
+    from mindscape.deps import Deps
+
+    bench = _bench(tmp_path / "bench")
+    monkeypatch.setenv("MINDSCAPE_BENCH_CACHE", str(tmp_path / "cache"))
+    _fake_models(monkeypatch)
+    answers: list[ScriptedChatModel] = []
+
+    def answer_deps(settings, emb):
+        # names Ann when the passages it was shown tell her story: F1 follows retrieval
+        def reply(prompt: str) -> str:
+            said = "Ann" if "Ann lived" in prompt else "nobody"
+            return json.dumps({"quote": "", "answer": said, "sufficient": True})
+
+        chat = ScriptedChatModel(responses=[reply] * 100)
+        answers.append(chat)
+        return Deps(
+            embedder=emb, chat=chat, llm_settings=LLMSettings(backend="openai", structured="off")
+        )
+
+    monkeypatch.setattr(mom_recall, "answer_deps", answer_deps)
+    qfile = bench / "fairytaleqa" / "questions.jsonl"
+    rows = [{**json.loads(line), "answers": ["Ann"]} for line in qfile.read_text().splitlines()]
+    qfile.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["--bench", str(bench), "--llm", "openai", "--model", "toy-model", "--answer", "3"]
+    argv += ["--scope", "story"]  # each question sees its own story only
+
+    assert mom_recall.main(argv) == 0
+    out = capsys.readouterr().out
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["answered"] == 3 and result["answer_model"] == "toy-model"
+    f1 = result["answer_f1"]
+    assert set(f1) == {"naive", "mom-offline", "mom-single", "mom-selected"}
+    # asked: toy-a's first, toy-b's first, toy-a's second; only toy-a's passages name Ann
+    for row in f1.values():
+        assert row["n"] == 3 and row["llm_calls"] == 1.0 and row["tokens_in"] > 0
+        assert row["mean"] == round(2 / 3, 4)
+    assert "mom-selected - mom-single" in result["paired_answer_f1_points"]
+    assert "answer F1, 3 questions (2 stories)" in out
+    assert sum(len(c.calls) for c in answers) == 4 * 3
+
+    # a rerun takes every answer from the file
+    answers.clear()
+    assert mom_recall.main(argv) == 0
+    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert again["answer_f1"] == f1
+    assert sum(len(c.calls) for c in answers) == 0
