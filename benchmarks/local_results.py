@@ -6,8 +6,9 @@ the embedded Qwen2.5-Coder-1.5B (llama.cpp, temperature 0, seed 0).
 With `--run`, each job's `mindscape eval ... --llm local` command runs first (results resume
 from `runs/local/DATASET-SPLIT/results.jsonl`, so an interrupted run continues where it
 stopped); without it, the section is assembled from what those files hold. The section replaces
-the "## Local model" part at the end of docs/results.md (`make_results.py` keeps it when it
-regenerates the offline part). Every table shows,
+the "## Local model" part of docs/results.md, up to the hand-written "## MoM document memory"
+section after it, which is kept (`make_results.py` keeps both when it regenerates the offline
+part). Every table shows,
 per preset, the headline metric with its 95% bootstrap CI, LLM calls, input tokens and seconds
 per question, and its exact command; the last table pools the paired difference
 `mindscape − naive` over every test question both answered. Any OpenAI-compatible endpoint
@@ -30,6 +31,8 @@ from mindscape.eval.report import PRIMARY_METRICS
 REPO = Path(__file__).resolve().parents[1]
 LOCAL_HEADING = "## Local model"
 """Where the local-model section starts in docs/results.md."""
+MOM_HEADING = "## MoM document memory"
+"""The hand-written section after it (benchmarks/mom_recall.py's figures), kept as it is."""
 PRESETS = "naive,mindscape"
 # dataset, split, first N questions, at most K per document (None: no cap): sized for ~1-2
 # minutes a question on two cores; NarrativeQA and FairytaleQA spread over five books each
@@ -153,8 +156,10 @@ def main() -> None:
     head = (REPO / "benchmarks" / "results_local_header.md").read_text()
     body = head + "\n" + paired(parts) + "\n" + "\n".join(tables)
     results = REPO / "docs" / "results.md"
-    offline = results.read_text().split(LOCAL_HEADING)[0].rstrip("\n")
-    results.write_text(offline + "\n\n" + body)
+    old = results.read_text()
+    offline = old.split(LOCAL_HEADING)[0].rstrip("\n")
+    mom = old[old.index(MOM_HEADING) :] if MOM_HEADING in old else ""
+    results.write_text(offline + "\n\n" + body + ("\n" + mom if mom else ""))
     print(body)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -241,3 +242,26 @@ def test_empty_report(tmp_path: Path) -> None:
     assert data["groups"] == [] and data["n_records"] == 0
     assert written["plots"] == []
     assert render_markdown(written["report"]).startswith("# Evaluation report")
+
+
+def test_the_local_section_is_regenerated_and_the_mom_section_after_it_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import local_results
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "results_local_header.md").write_text("## Local model\n\nnew\n")
+    results = tmp_path / "docs" / "results.md"
+    results.write_text(
+        "# Offline\n\ntables\n\n## Local model\n\nold local\n\n## MoM document memory\n\nmom\n"
+    )
+    monkeypatch.setattr(local_results, "REPO", tmp_path)
+    monkeypatch.setattr(local_results, "JOBS", [])
+    monkeypatch.setattr(sys, "argv", ["local_results.py"])
+    local_results.main()
+    text = results.read_text()
+    assert text.startswith("# Offline\n\ntables\n\n## Local model\n\nnew\n")
+    assert "old local" not in text
+    assert text.endswith("## MoM document memory\n\nmom\n")
