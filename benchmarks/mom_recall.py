@@ -27,9 +27,9 @@ evaluator that chooses among paths is the local model in process either way.
 In (c) and (d) the LLM writes the outline only (``IndexConfig.llm_parts={"outline"}``,
 ``mindscape index --index-llm-parts outline``); their episodic and semantic summaries are
 extractive, as in the offline store. Late fusion reads only chunks and outline units, and the
-summaries were most of the cost: on the 23 dev stories ``--estimate`` gives the single memory
-~77 min at the local model's speed instead of ~251 min (the summaries ~2.9 h of it), the run
-((c) + (d)) ~428 min instead of ~776. ``--all-llm-parts`` has the LLM write the summaries too,
+summaries cost more than the outline: on the 23 dev stories ``--estimate`` gives the single
+memory ~123 min at the local model's speed instead of ~297 min, the run ((c) + (d)) ~751 min
+instead of ~1099. ``--all-llm-parts`` has the LLM write the summaries too,
 as before, into stores of their own. Triples are not extracted either way (late fusion does
 not read them; ``--triples`` to include them).
 
