@@ -102,6 +102,7 @@ def test_index_estimate_counts_the_mom_paths_and_their_scoring(
 ) -> None:
     """Three paths (the default): three outline calls per section, and the evaluator's reads
     that choose among them as `mom_score`, within 20% of what the index then does."""
+    import mindscape.memory.index_outline as indexer_outline
     import mindscape.memory.indexer as indexer
 
     evaluator = _CountingEvaluator()
@@ -122,6 +123,10 @@ def test_index_estimate_counts_the_mom_paths_and_their_scoring(
     assert sorted({r.get("seed") for r in outline}, key=str) == [1, 2, None]
     sampled = [(r["temperature"], r["top_p"]) for r in outline if r.get("seed")]
     assert set(sampled) == {(0.7, 0.9)}  # the sampled paths reach the endpoint as sampled
+    # every path's output is capped, so a rambling sampled path cannot run to the context's end
+    assert {r.get("max_completion_tokens") for r in outline} == {
+        indexer_outline.OUTLINE_MAX_TOKENS
+    }
     assert _within(parts["mom_score"]["calls"], evaluator.calls), (parts, evaluator.calls)
     assert _within(parts["mom_score"]["tokens_in"], evaluator.tokens), (parts, evaluator.tokens)
     assert main(["index", str(STORY), "--estimate", "--mom-paths", "2"]) == 0

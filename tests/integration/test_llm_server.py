@@ -255,3 +255,19 @@ def test_concurrent_calls_against_server() -> None:
             out = list(pool.map(lambda i: llm.complete(f"q{i}", role="bulk"), range(4)))
         assert sorted(out) == [f"echo q{i}" for i in range(4)]
     assert llm.usage.by_role["bulk"]["calls"] == 4 and llm.usage.retries == 1
+
+
+def test_the_output_cap_reaches_llama_cpp_as_max_tokens() -> None:
+    """llama-cpp-python's server ignores `max_completion_tokens`, the name ChatOpenAI sends:
+    the local backend's client sends the cap as `max_tokens`; an endpoint keeps OpenAI's."""
+    with FakeOpenAIServer(['{"answer": "Paris", "confidence": 0.9}'] * 2) as server:
+        settings = LLMSettings(
+            backend="local", model="local", base_url=server.base_url, structured="off"
+        )
+        local = LLM.from_settings(settings)
+        local.complete("Capital of France?", role="answer", max_tokens=64)
+        endpoint = _llm(server.base_url)
+        endpoint.complete("Capital of France?", role="answer", max_tokens=64)
+    to_local, to_endpoint = server.requests
+    assert to_local.get("max_tokens") == 64 and "max_completion_tokens" not in to_local
+    assert to_endpoint.get("max_completion_tokens") == 64 and "max_tokens" not in to_endpoint

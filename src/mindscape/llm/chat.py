@@ -2,7 +2,8 @@
 
 ``openai`` talks to the configured endpoint; ``local`` first starts (or reuses) this
 process's llama.cpp server for the local model (:mod:`mindscape.llm.server`) and talks to it
-through the very same client. ``langchain_openai`` is imported on first use only.
+through the same client, one that sends each call's output cap as ``max_tokens``, the only
+name that server reads (:mod:`mindscape.llm.llamacpp_chat`). ``langchain_openai`` is imported on first use only.
 """
 
 from __future__ import annotations
@@ -64,7 +65,12 @@ def make_chat_model(
     from langchain_openai import ChatOpenAI
     from pydantic import SecretStr
 
-    return ChatOpenAI(
+    chat_class = ChatOpenAI
+    if settings.backend == "local":
+        from mindscape.llm.llamacpp_chat import LlamaCppChatOpenAI
+
+        chat_class = LlamaCppChatOpenAI  # the server reads the output cap as max_tokens
+    return chat_class(
         model=settings.model_name(),
         base_url=base_url,
         api_key=SecretStr(key),

@@ -162,6 +162,14 @@ SECTION_TOKENS = 8000
 """Tokens of a section the outline prompt reads at most."""
 
 
+OUTLINE_MAX_TOKENS = 2048
+"""Output cap of one outline call: about twice the longest answer the local model gave on the
+FairytaleQA stories (1,056 tokens; 158 a section on average). A sampled path that rambles on
+would otherwise write until the context is full, 20 minutes and more at the local model's
+speed; a capped answer that is cut short is malformed like any other (one re-ask, then an
+empty candidate for a sampled path)."""
+
+
 def max_items(n_chunks: int) -> int:
     """Outline items asked of a section of `n_chunks` chunks: one per 4 chunks, 1 to 8."""
     return max(1, min(8, n_chunks // 4 or 1))
@@ -178,7 +186,9 @@ def llm_items(
         section=prompts.as_data(counter.truncate(section_text, SECTION_TOKENS)),
         max_items=max_items(len(idx)),
     )
-    data = llm.complete_json(prompt, system=outline_prompt.SYSTEM, role="index_outline")
+    data = llm.complete_json(
+        prompt, system=outline_prompt.SYSTEM, role="index_outline", max_tokens=OUTLINE_MAX_TOKENS
+    )
     items = data.get("items", []) if isinstance(data, dict) else data
     out = []
     for item in items if isinstance(items, list) else []:
