@@ -124,9 +124,7 @@ def test_index_estimate_counts_the_mom_paths_and_their_scoring(
     sampled = [(r["temperature"], r["top_p"]) for r in outline if r.get("seed")]
     assert set(sampled) == {(0.7, 0.9)}  # the sampled paths reach the endpoint as sampled
     # every path's output is capped, so a rambling sampled path cannot run to the context's end
-    assert {r.get("max_completion_tokens") for r in outline} == {
-        indexer_outline.OUTLINE_MAX_TOKENS
-    }
+    assert {r.get("max_completion_tokens") for r in outline} == {indexer_outline.OUTLINE_MAX_TOKENS}
     assert _within(parts["mom_score"]["calls"], evaluator.calls), (parts, evaluator.calls)
     assert _within(parts["mom_score"]["tokens_in"], evaluator.tokens), (parts, evaluator.tokens)
     assert main(["index", str(STORY), "--estimate", "--mom-paths", "2"]) == 0
