@@ -581,6 +581,20 @@ def fmt_ci(r: Mapping[str, float]) -> str:
     return f"{r['mean']:.4f}  [{r['low']:.4f}, {r['high']:.4f}]"
 
 
+def print_pairs(
+    rows: Sequence[Method], diffs: Mapping[str, Mapping[str, Any]], metric: str
+) -> None:
+    """One line per paired difference, the methods named by their table letters."""
+    letter = {m.name: m.label.split()[0] for m in rows}
+    for name, d in diffs.items():
+        a, b = name.split(" - ")
+        print(
+            f"{letter.get(a, a)} − {letter.get(b, b)} ({name}): {d['mean']:+.2f} {metric} points "
+            f"(paired 95% CI {d['low']:+.2f} to {d['high']:+.2f}; better on {d['better']}, "
+            f"worse on {d['worse']})"
+        )
+
+
 def print_report(
     head: str,
     rows: Sequence[Method],
@@ -592,13 +606,7 @@ def print_report(
     print(f"{'method':52s} {'R@10':>7s}  95% CI")
     for m in rows:
         print(f"{m.label:52s} {fmt_ci(summary['recall@10'][m.name])}")
-    letter = {m.name: m.label.split()[0] for m in rows}
-    for name, d in summary["paired_recall@10_points"].items():
-        a, b = name.split(" - ")
-        print(
-            f"{letter.get(a, a)} − {letter.get(b, b)} ({name}): {d['mean']:+.2f} R@10 points (paired 95% CI {d['low']:+.2f} to "
-            f"{d['high']:+.2f}; better on {d['better']}, worse on {d['worse']})"
-        )
+    print_pairs(rows, summary["paired_recall@10_points"], "R@10")
     print(
         "\nindex cost per story, outline stage (calls/tokens: role index_outline; cached: "
         "answers from the cache; reads: evaluator reads; s: outline stage, index: whole index)"
@@ -664,13 +672,7 @@ def answer_report(
             f"{m.label:52s} {fmt_ci(r)} {r['llm_calls']:5.2f} {r['tokens_in']:7.0f} "
             f"{r['seconds']:6.1f}"
         )
-    letter = {m.name: m.label.split()[0] for m in rows}
-    for name, d in summary["paired_answer_f1_points"].items():
-        a, b = name.split(" - ")
-        print(
-            f"{letter[a]} − {letter[b]}: {d['mean']:+.2f} F1 points (paired 95% CI "
-            f"{d['low']:+.2f} to {d['high']:+.2f}; better on {d['better']}, worse on {d['worse']})"
-        )
+    print_pairs(rows, summary["paired_answer_f1_points"], "F1")
     return {"answered": len(asked), "answer_model": model, **summary}
 
 
