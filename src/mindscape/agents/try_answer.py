@@ -5,9 +5,9 @@ Writes: attempts. The passages are this round's hits (veridical first); in a ref
 the question's own round-1 hits first, then the round's new hits in a window grown by
 `refine_window`; then the best earlier evidence, packed into `answer_budget` tokens. σ and
 the memory are shown when `answer_with_signature` / `answer_with_evidence` are on. The
-attempt carries an explicit "not enough evidence" flag and a confidence. With `answer_policy="on-decision"` (MiA-Agent)
-the generator only runs once UPDATE decided ANSWER, in the last round, or when the round found
-nothing new (the loop is about to stop).
+attempt carries an explicit "not enough evidence" flag and a confidence. With
+`answer_policy="on-decision"` (MiA-Agent) the generator only runs once UPDATE decided ANSWER,
+in the last round, or when the round found nothing new (the loop is about to stop).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 ``openai`` talks to the configured endpoint; ``local`` first starts (or reuses) this
 process's llama.cpp server for the local model (:mod:`mindscape.llm.server`) and talks to it
 through the same client, one that sends each call's output cap as ``max_tokens``, the only
-name that server reads (:mod:`mindscape.llm.llamacpp_chat`). ``langchain_openai`` is imported on first use only.
+name that server reads (:mod:`mindscape.llm.llamacpp_chat`). ``langchain_openai`` is imported
+on first use only.
 """
 
 from __future__ import annotations
