@@ -491,15 +491,9 @@ def answer_key(
 
 def load_answers(path: Path) -> dict[str, dict[str, Any]]:
     """The answers of earlier runs by key (a line cut short by a killed run is dropped)."""
-    done: dict[str, dict[str, Any]] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            done[rec["key"]] = rec
-    return done
+    from mindscape.eval.runner import read_records
+
+    return {rec["key"]: rec for rec in read_records(path)}
 
 
 def answer_all(

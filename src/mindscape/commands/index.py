@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from mindscape.commands.common import (
     add_model_options,
@@ -16,6 +17,9 @@ from mindscape.commands.common import (
     warn,
 )
 from mindscape.errors import InputError
+
+if TYPE_CHECKING:
+    from mindscape.memory.indexer import IndexConfig
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -137,7 +141,6 @@ def run_index(args: argparse.Namespace) -> int:
 
     from mindscape.embeddings import load_embedder, spec_model_id
     from mindscape.memory.indexer import (
-        IndexConfig,
         Indexer,
         IndexReport,
         is_current,
@@ -145,14 +148,7 @@ def run_index(args: argparse.Namespace) -> int:
     )
     from mindscape.memory.store import MemoryStore
 
-    config = IndexConfig(
-        chunk_size=args.chunk_size,
-        chunk_overlap=args.overlap,
-        window=args.window,
-        mom_paths=args.mom_paths,
-        mom_k=args.mom_k,
-        llm_parts=args.llm_parts,
-    )
+    config = _config(args)
     store = MemoryStore(args.store)
     llm = llm_from_args(args, store.cache)
     if llm is None and args.index_llm_parts is not None:
@@ -209,22 +205,29 @@ def _llm_parts(args: argparse.Namespace) -> tuple[str, ...]:
         raise InputError(f"--index-llm-parts: {exc}") from None
 
 
+def _config(args: argparse.Namespace) -> IndexConfig:
+    """The index config the options ask for (the rest at its defaults)."""
+    from mindscape.memory.indexer import IndexConfig
+
+    return IndexConfig(
+        chunk_size=args.chunk_size,
+        chunk_overlap=args.overlap,
+        window=args.window,
+        mom_paths=args.mom_paths,
+        mom_k=args.mom_k,
+        llm_parts=args.llm_parts,
+    )
+
+
 def _estimate(args: argparse.Namespace, docs: list) -> int:
     """`index --estimate`: the cost of indexing `docs`, with and without an index LLM."""
-    from mindscape.estimate import index_cost
+    from mindscape.estimate import config_cost
     from mindscape.memory.indexer import LLM_PARTS
 
     settings = settings_from_args(args, index_llm=getattr(args, "index_llm", None) or None)
     settings = settings.resolved()
     uses_llm = settings.backend == "openai" or (settings.backend == "local" and settings.index_llm)
-    cost, shape = index_cost(
-        ((d.doc_id, d.text) for d in docs),
-        chunk_size=args.chunk_size,
-        overlap=args.overlap,
-        window=args.window,
-        mom_paths=args.mom_paths,
-        llm_parts=args.llm_parts,
-    )
+    cost, shape = config_cost(((d.doc_id, d.text) for d in docs), _config(args))
     out = {
         "backend": settings.backend,
         "index_llm": uses_llm,

@@ -116,17 +116,22 @@ def _ranked_chunks(output: dict[str, Any]) -> list[str]:
     return list(seen)
 
 
-def load_done(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    """Finished records of an earlier run, by (preset, qid); a torn last line is ignored."""
-    done: dict[tuple[str, str], dict[str, Any]] = {}
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The records an appending run wrote to a JSONL file, in order (none if there is no
+    file); a line torn by a killed run is skipped."""
+    records = []
     if path.exists():
         for line in path.read_text().splitlines():
             try:
-                rec = json.loads(line)
+                records.append(json.loads(line))
             except json.JSONDecodeError:
                 continue
-            done[(rec["preset"], rec["qid"])] = rec
-    return done
+    return records
+
+
+def load_done(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """Finished records of an earlier run, by (preset, qid); a torn last line is ignored."""
+    return {(rec["preset"], rec["qid"]): rec for rec in read_records(path)}
 
 
 def split_questions(settings: EvalSettings) -> list[BenchQuestion]:
