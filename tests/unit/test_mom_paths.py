@@ -11,6 +11,7 @@ import pytest
 
 from mindscape.cli import main
 from mindscape.llm import LLM, LLMSettings
+from mindscape.memory.index_outline import item_regions
 from mindscape.memory.indexer import IndexConfig, Indexer
 from mindscape.memory.mom_paths import (
     BREAK_CHARS,
@@ -20,6 +21,7 @@ from mindscape.memory.mom_paths import (
     clarity,
     completeness,
 )
+from mindscape.memory.outline import Section
 from mindscape.memory.store import MemoryStore
 from mindscape.tokens import default_counter
 from tests.conftest import STORY
@@ -206,3 +208,64 @@ def test_offline_stores_stay_current_when_the_path_settings_change():
     assert base.fingerprint("e", "offline") == other.fingerprint("e", "offline")
     assert base.fingerprint("", "") == other.fingerprint("", "")  # the benchmarks' store tags
     assert base.fingerprint("e", "gpt") != other.fingerprint("e", "gpt")
+
+
+# -- what an item covers -------------------------------------------------------------------
+def test_items_partition_their_section_from_anchor_to_next_anchor():
+    sec = Section("I", 100, 1000)
+    # listed out of order; the second quotes two spans, one past the next item's start
+    spans = [[(600, 640)], [(300, 340), (650, 700)], [], [(120, 150)]]
+    assert item_regions(sec, spans) == [(600, 1000), (300, 700), None, (100, 300)]
+    assert item_regions(sec, [[], []]) == [None, None]
+
+
+def test_items_quoting_one_sentence_each_still_cover_the_whole_section(tmp_path):
+    """The local model anchors an item to a sentence or two; the items cover the chunks
+    between their anchors, and one whose anchor is not in the text covers everything."""
+
+    def answer(prompt: str) -> str:
+        if "outline items" not in prompt:
+            return "A summary written by the model."
+        section = prompt.split("<section>")[1].split("</section>")[0]
+        sents = [s.strip() + "." for s in section.split(".") if len(s.split()) >= 8]
+        quoted = [sents[len(sents) * j // 3] for j in (2, 0, 1)]  # out of order
+        items = [
+            {
+                "title": f"Item {j}",
+                "core": f"Core {j}.",
+                "chunks": [{"head": " ".join(s.split()[:5]), "tail": " ".join(s.split()[-4:])}],
+            }
+            for j, s in enumerate(quoted)
+        ]
+        items.append({"title": "Lost", "core": "No anchor.", "chunks": [{"head": "zq xv wk"}]})
+        return json.dumps({"items": items})
+
+    store = MemoryStore(tmp_path / "store")
+    llm = LLM(
+        ScriptedChatModel(responses=[answer] * 100),
+        settings=LLMSettings(backend="openai", structured="off"),
+        cache=store.cache,
+    )
+    config = replace(SMALL, mom_paths=1, llm_parts={"outline"})
+    Indexer(store, HashingEmbedder(), llm=llm, config=config, progress=False).index(
+        "cin", STORY.read_text()
+    )
+    chunks = [u.id for u in store.view("veridical").units]
+    pos = {c: n for n, c in enumerate(chunks)}
+    for order in sorted({u.order for u in store.view("outline").units}):
+        units = [u for u in store.view("outline").units if u.order == order]
+        section = set().union(*(u.chunk_ids for u in units))
+        lost = next(u for u in units if u.meta["title"] == "Lost")
+        assert set(lost.chunk_ids) == section
+        placed = sorted(
+            (u for u in units if u is not lost), key=lambda u: min(pos[c] for c in u.chunk_ids)
+        )
+        if len(section) == 1:  # a one-chunk tail: every item is in it
+            assert all(u.chunk_ids == lost.chunk_ids for u in units)
+            continue
+        assert [u.meta["title"] for u in placed] == ["Item 1", "Item 2", "Item 0"]
+        # consecutive runs that meet (a chunk cut by a boundary may be in both) and cover all
+        runs = [sorted(pos[c] for c in u.chunk_ids) for u in placed]
+        assert all(r == list(range(r[0], r[-1] + 1)) for r in runs)
+        assert all(b[0] - a[-1] in (0, 1) for a, b in zip(runs, runs[1:], strict=False))
+        assert set().union(*map(set, runs)) == {pos[c] for c in section}

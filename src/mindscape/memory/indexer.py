@@ -33,7 +33,7 @@ from mindscape.memory.cluster import ClusterParams
 from mindscape.memory.embed_cache import EmbedCache, EmbedStats
 from mindscape.memory.index_doc import DocText, Summarizer, doc_text
 from mindscape.memory.index_episodic import episodic_units
-from mindscape.memory.index_outline import outline_units
+from mindscape.memory.index_outline import COVERAGE, outline_units
 from mindscape.memory.index_raptor import raptor_units
 from mindscape.memory.index_triples import chunk_triples
 from mindscape.memory.mom_paths import CachedEvaluator, Evaluator, default_evaluator
@@ -117,11 +117,15 @@ class IndexConfig:
         the MoM path settings and the LLM parts shape nothing and are left out, so such a
         store stays current when they change; with one, the parts are in only when they are
         not all of them (an index of every part keeps the fingerprint it had before parts
-        could be chosen), and the path settings only when the LLM writes the outline."""
-        fields = asdict(self)
+        could be chosen), and the path settings and the rule mapping items to chunks
+        (:data:`~mindscape.memory.index_outline.COVERAGE`) only when the LLM writes the
+        outline."""
+        fields: dict[str, Any] = asdict(self)
         offline = llm in ("offline", "")
         if offline or not self.llm_writes("outline"):
             del fields["mom_paths"], fields["mom_k"]
+        else:
+            fields["outline_coverage"] = COVERAGE
         if offline or self.llm_parts == LLM_PARTS:
             del fields["llm_parts"]
         return content_key(repr(fields), embedder, llm)[:16]
