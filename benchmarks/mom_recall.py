@@ -48,7 +48,8 @@ outline figures then add (c)'s. Rerun with the same ``--share-cache`` choice: th
 memory's answers are in the cache it was built with.
 
 Recall@10: a retrieved chunk is a hit when it is from the question's story and overlaps a gold
-span (``mindscape.eval.metrics.recall_at_k``). ``--scope pool`` (default) asks each question
+span (``mindscape.eval.metrics.recall_at_k``); ``--also-at 5,3`` adds Recall@5 and @3 on the
+same stores and questions, a check where R@10 is near its ceiling (a few short stories). ``--scope pool`` (default) asks each question
 against all the chosen stories, as ``retrieval_recall.py`` does; ``--scope story`` against its
 own story only. Prints a table and, as its last line, one JSON object.
 
@@ -139,8 +140,9 @@ def summarize(
     hits: Mapping[str, Sequence[float]],
     pairs: Sequence[tuple[str, str]] = PAIRS,
     n_resamples: int = 2000,
+    k: int = K,
 ) -> dict[str, Any]:
-    """Per method the mean Recall@10 with its bootstrap 95% CI; per pair the paired
+    """Per method the mean Recall@k with its bootstrap 95% CI; per pair the paired
     difference (pairs naming a method without scores are left out)."""
     recall = {}
     for name, values in hits.items():
@@ -156,7 +158,7 @@ def summarize(
         for a, b in pairs
         if a in hits and b in hits
     }
-    return {"recall@10": recall, "paired_recall@10_points": diffs}
+    return {f"recall@{k}": recall, f"paired_recall@{k}_points": diffs}
 
 
 # --------------------------------------------------------------------------- costs
@@ -434,9 +436,14 @@ def settings_of(preset: str) -> Any:
 
 
 def recall_hits(
-    store: Any, embedder: Any, questions: Sequence[Any], preset: str, pool: set[str] | None
+    store: Any,
+    embedder: Any,
+    questions: Sequence[Any],
+    preset: str,
+    pool: set[str] | None,
+    k: int = K,
 ) -> list[float]:
-    """Recall@10 per question under a preset's retrieval, each question asked against
+    """Recall@k per question under a preset's retrieval, each question asked against
     `pool` (None: its own story)."""
     from mindscape.eval.bench import gold_spans
     from mindscape.eval.metrics import recall_at_k
@@ -450,9 +457,9 @@ def recall_hits(
     out = []
     for q in questions:
         scope = pool if pool is not None else {q.doc_id}
-        hits = retriever.rank_chunks(q.question, doc_ids=scope, settings=settings, k=K)
+        hits = retriever.rank_chunks(q.question, doc_ids=scope, settings=settings, k=k)
         got = [spans[h.unit_id] if h.doc_id == q.doc_id else (0, 0) for h in hits]
-        out.append(recall_at_k(got, gold_spans(q), K))
+        out.append(recall_at_k(got, gold_spans(q), k))
     return out
 
 
@@ -601,6 +608,11 @@ def print_report(
     for m in rows:
         print(f"{m.label:52s} {fmt_ci(summary['recall@10'][m.name])}")
     print_pairs(rows, summary["paired_recall@10_points"], "R@10")
+    for k in sorted({int(key[7:]) for key in summary if key.startswith("recall@")} - {K}):
+        print(f"\nR@{k}, a check away from R@10's ceiling (same stores and questions)")
+        for m in rows:
+            print(f"{m.label:52s} {fmt_ci(summary[f'recall@{k}'][m.name])}")
+        print_pairs(rows, summary[f"paired_recall@{k}_points"], f"R@{k}")
     print(
         "\nindex cost per story, outline stage (calls/tokens: role index_outline; cached: "
         "answers from the cache; reads: evaluator reads; s: outline stage, index: whole index)"
@@ -789,6 +801,13 @@ def parser() -> argparse.ArgumentParser:
         help="also answer Q questions (spread over the stories) under every method with the "
         "model --llm names, and report answer F1 (default 0: retrieval only)",
     )
+    ap.add_argument(
+        "--also-at",
+        type=lambda v: [int(k) for k in v.split(",") if k.strip()],
+        default=[],
+        metavar="K,...",
+        help="also report Recall@K for these K (e.g. 5,3): a check below R@10's ceiling",
+    )
     ap.add_argument("--threads", type=int, default=1, help="torch/BLAS threads (0 = default)")
     return ap
 
@@ -827,6 +846,16 @@ def main(argv: list[str] | None = None) -> int:
         for m in rows
     }
     summary = summarize(hits)
+    for k in args.also_at:
+        summary |= summarize(
+            {
+                m.name: recall_hits(
+                    builder.memories[m.memory].store, emb, questions, m.preset, pool, k
+                )
+                for m in rows
+            },
+            k=k,
+        )
     per_story = {
         d: story_costs(
             builder.memories["single"].costs.get(d),

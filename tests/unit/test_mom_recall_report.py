@@ -244,13 +244,19 @@ def test_a_run_builds_reports_and_resumes_from_the_cache(tmp_path, monkeypatch, 
     assert result["llm_parts"] == ["outline"] and "writing outline" in out
     assert all("outline items" in p for c in chats for p in c.prompts)
 
-    # a second run asks nothing and reports the costs recorded by the first
+    # a second run asks nothing and reports the costs recorded by the first (and, asked,
+    # Recall at smaller k from the same stores)
     chats.clear()
-    assert mom_recall.main(argv) == 0
-    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert mom_recall.main([*argv, "--also-at", "3,1"]) == 0
+    out = capsys.readouterr().out
+    again = json.loads(out.strip().splitlines()[-1])
     assert asked > 0 and not chats
     assert again["cost_per_story"] == result["cost_per_story"]
     assert again["recall@10"] == result["recall@10"]
+    assert "R@3, a check away" in out and "R@1, a check away" in out
+    assert "mom-selected - mom-single" in again["paired_recall@1_points"]
+    naive = [again[f"recall@{k}"]["naive"]["mean"] for k in (1, 3, 10)]
+    assert naive == sorted(naive) and naive[0] < naive[-1]  # dense chunks: a prefix each
 
     # another k re-indexes the selected store in place from its caches: no model call
     assert mom_recall.main([*argv, "--mom-k", "10"]) == 0
