@@ -49,9 +49,9 @@ memory's answers are in the cache it was built with.
 
 Recall@10: a retrieved chunk is a hit when it is from the question's story and overlaps a gold
 span (``mindscape.eval.metrics.recall_at_k``); ``--also-at 5,3`` adds Recall@5 and @3 on the
-same stores and questions, a check where R@10 is near its ceiling (a few short stories). ``--scope pool`` (default) asks each question
-against all the chosen stories, as ``retrieval_recall.py`` does; ``--scope story`` against its
-own story only. Prints a table and, as its last line, one JSON object.
+same stores and questions, a check where R@10 is near its ceiling (a few short stories).
+``--scope pool`` (default) asks each question against all the chosen stories, as
+``retrieval_recall.py`` does; ``--scope story`` against its own story only. Prints a table and, as its last line, one JSON object.
 
 Answer F1 (``--answer Q``): Q questions, spread over the stories (each story's first, then
 each one's second, ...), are answered under every method's preset over its memory with the
@@ -602,13 +602,14 @@ def print_report(
     summary: Mapping[str, Any],
     per_story: Mapping[str, Mapping[str, Any]],
     shared: bool,
+    also_at: Sequence[int] = (),
 ) -> None:
     print(f"\n{head}")
     print(f"{'method':52s} {'R@10':>7s}  95% CI")
     for m in rows:
         print(f"{m.label:52s} {fmt_ci(summary['recall@10'][m.name])}")
     print_pairs(rows, summary["paired_recall@10_points"], "R@10")
-    for k in sorted({int(key[7:]) for key in summary if key.startswith("recall@")} - {K}):
+    for k in also_at:
         print(f"\nR@{k}, a check away from R@10's ceiling (same stores and questions)")
         for m in rows:
             print(f"{m.label:52s} {fmt_ci(summary[f'recall@{k}'][m.name])}")
@@ -841,21 +842,14 @@ def main(argv: list[str] | None = None) -> int:
     ]
     pool = set(ids) if args.scope == "pool" else None
     rows = methods(args.mom_paths, args.mom_k)
-    hits = {
-        m.name: recall_hits(builder.memories[m.memory].store, emb, questions, m.preset, pool)
-        for m in rows
-    }
-    summary = summarize(hits)
-    for k in args.also_at:
-        summary |= summarize(
-            {
-                m.name: recall_hits(
-                    builder.memories[m.memory].store, emb, questions, m.preset, pool, k
-                )
-                for m in rows
-            },
-            k=k,
-        )
+    also_at = sorted(set(args.also_at) - {K})
+    summary: dict[str, Any] = {}
+    for k in (K, *also_at):
+        hits = {
+            m.name: recall_hits(builder.memories[m.memory].store, emb, questions, m.preset, pool, k)
+            for m in rows
+        }
+        summary |= summarize(hits, k=k)
     per_story = {
         d: story_costs(
             builder.memories["single"].costs.get(d),
@@ -869,7 +863,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{', '.join(written_parts(builder.memories['single'].config))}"
     )
     shared = any((builder.memories["selected"].costs.get(d) or {}).get("shared_cache") for d in ids)
-    print_report(head, rows, summary, per_story, shared)
+    print_report(head, rows, summary, per_story, shared, also_at)
     answers: dict[str, Any] = {}
     if args.answer:
         answers = answer_report(args, builder, emb, rows, questions, pool)

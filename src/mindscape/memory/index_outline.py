@@ -7,8 +7,8 @@ each section yields items with a title, core content and atomic chunks written a
 ``head…[MASK]…tail`` anchors, resolved exactly (then fuzzily) in the section text
 (:func:`mindscape.memory.outline.resolve_anchor`); the items partition the section, each
 covering the chunks from its first anchor to the next item's (:func:`item_regions`), or
-the whole section when none of its anchors resolved. With ``paths`` > 1 each section gets that many candidate
-memories (greedy, then sampled) and an evaluator model chooses one
+the whole section when none of its anchors resolved. With ``paths`` > 1 each section gets
+that many candidate memories (greedy, then sampled) and an evaluator model chooses one
 (:mod:`mindscape.memory.mom_paths`); its scores are kept in the units' ``meta["mom"]``.
 """
 
