@@ -33,11 +33,12 @@ from typing import Any
 import numpy as np
 
 from mindscape import prompts
-from mindscape.memory.chunking import iter_chunks
+from mindscape.memory.chunking import Chunk, iter_chunks
 from mindscape.memory.index_doc import SUMMARY_PASSAGE_TOKENS, DocText, summary_words
 from mindscape.memory.index_outline import SECTION_TOKENS, max_items, sections
 from mindscape.memory.indexer import LLM_PARTS, IndexConfig, ordered_parts
 from mindscape.memory.mom_paths import BREAK_CHARS
+from mindscape.memory.outline import Section
 from mindscape.memory.summarize import SentenceBank
 from mindscape.memory.windows import windows
 from mindscape.prompts import answer as answer_prompt
@@ -122,6 +123,35 @@ def config_cost(
     )
 
 
+@dataclass(frozen=True)
+class _Fixed:
+    """Tokens of the index prompts' fixed parts: what each call reads besides its passages."""
+
+    session: int
+    cluster: int
+    triples: int
+    brk: int
+    core: int
+
+    @classmethod
+    def count(cls, counter: TokenCounter, summary_tokens: int) -> _Fixed:
+        """The fixed parts as `counter` counts them, summaries of `summary_tokens`."""
+        words = summary_words(summary_tokens)
+        return cls(
+            session=_fixed(
+                counter, summary_prompt.SYSTEM, summary_prompt.SESSION, passages="", max_words=words
+            ),
+            cluster=_fixed(
+                counter, summary_prompt.SYSTEM, summary_prompt.CLUSTER, passages="", max_words=words
+            ),
+            triples=_fixed(
+                counter, triples_prompt.SYSTEM, triples_prompt.USER, passage="", max_triples=12
+            ),
+            brk=counter.count(prompts.render(mom_prompt.BREAK, first="", second="")),
+            core=counter.count(prompts.render(mom_prompt.CORE, core="")),
+        )
+
+
 def index_cost(
     docs: Iterable[tuple[str, str]],
     *,
@@ -140,18 +170,7 @@ def index_cost(
     parts = ordered_parts(llm_parts)
     counter = counter or default_counter()
     cost, shape = Cost(), {"documents": 0, "tokens": 0, "chunks": 0, "sessions": 0, "sections": 0}
-    words = summary_words(summary_tokens)
-    fixed_session = _fixed(
-        counter, summary_prompt.SYSTEM, summary_prompt.SESSION, passages="", max_words=words
-    )
-    fixed_cluster = _fixed(
-        counter, summary_prompt.SYSTEM, summary_prompt.CLUSTER, passages="", max_words=words
-    )
-    fixed_triples = _fixed(
-        counter, triples_prompt.SYSTEM, triples_prompt.USER, passage="", max_triples=12
-    )
-    fixed_break = counter.count(prompts.render(mom_prompt.BREAK, first="", second=""))
-    fixed_core = counter.count(prompts.render(mom_prompt.CORE, core=""))
+    fixed = _Fixed.count(counter, summary_tokens)
     for doc_id, text in docs:
         chunks = list(iter_chunks(text, counter, chunk_size, overlap))
         n = len(chunks)
@@ -161,63 +180,92 @@ def index_cost(
         shape["tokens"] += counter.count_long(text)
         wins = windows(n, window)
         shape["sessions"] += len(wins)
-        if "episodic" in parts:
-            cost.add(
-                "episodic",
-                len(wins),
-                sum(
-                    fixed_session + min(SUMMARY_PASSAGE_TOKENS, sum(toks[i] for i in w))
-                    for w in wins
-                ),
-                len(wins) * summary_tokens,
-            )
-        clusters = max(1, round(n / CHUNKS_PER_CLUSTER)) if n > 2 else 1
-        if "semantic" in parts:
-            cost.add(
-                "semantic",
-                clusters,
-                clusters * fixed_cluster + sum(toks) + (clusters - 1) * summary_tokens,
-                clusters * summary_tokens,
-            )
-        bank = SentenceBank([], np.zeros(0, np.int64), np.zeros((0, 1), np.float32))
-        doc = DocText(doc_id, text, chunks, [f"{doc_id}:c{c.index}" for c in chunks], [], bank)
+        _summaries_cost(cost, parts, toks, wins, fixed, summary_tokens)
+        doc = _layout_doc(doc_id, text, chunks)
         for sec in sections(doc, window=window, max_section_chunks=max_section_chunks):
             idx = doc.chunks_in(sec.start, sec.end)
             if not idx:
                 continue  # the outline builder skips a section without chunks
             shape["sections"] += 1
-            if "outline" not in parts:
-                continue
-            items = max_items(len(idx))
-            body = min(SECTION_TOKENS, counter.count(text[sec.start : sec.end]))
-            fixed = _fixed(
-                counter,
-                outline_prompt.SYSTEM,
-                outline_prompt.USER,
-                title=sec.title,
-                section="",
-                max_items=items,
-            )
-            cost.add(
-                "outline",
-                mom_paths,
-                mom_paths * (fixed + body),
-                round(OUTLINE_OUT_PER_ITEM * items * (1 + SAMPLED_OUT_FACTOR * (mom_paths - 1))),
-            )
-            if mom_paths > 1:
-                per_chunk = body // items
-                excerpt = min(per_chunk, BREAK_CHARS // 4)
-                breaks = (items - 1) * (fixed_break + 2 * excerpt)
-                reads = items * (fixed_core + CORE_TOKENS + per_chunk)
-                cost.add(
-                    "mom_score",
-                    mom_paths * (2 * items - 1),
-                    mom_paths * (breaks + reads),
-                    mom_paths * (items - 1),
-                )
+            if "outline" in parts:
+                _section_cost(cost, counter, text, sec, len(idx), mom_paths, fixed)
         if triples and "triples" in parts:
-            cost.add("triples", n, n * fixed_triples + sum(toks), n * TRIPLES_OUT)
+            cost.add("triples", n, n * fixed.triples + sum(toks), n * TRIPLES_OUT)
     return cost, shape
+
+
+def _layout_doc(doc_id: str, text: str, chunks: list[Chunk]) -> DocText:
+    """The document as the outline's sections see it (its chunks; no sentences needed)."""
+    bank = SentenceBank([], np.zeros(0, np.int64), np.zeros((0, 1), np.float32))
+    return DocText(doc_id, text, chunks, [f"{doc_id}:c{c.index}" for c in chunks], [], bank)
+
+
+def _summaries_cost(
+    cost: Cost,
+    parts: Collection[str],
+    toks: list[int],
+    wins: list[range],
+    fixed: _Fixed,
+    summary_tokens: int,
+) -> None:
+    """Count one document's episodic (a call per session) and semantic summaries (a call per
+    cluster, :data:`CHUNKS_PER_CLUSTER` chunks to a cluster)."""
+    if "episodic" in parts:
+        cost.add(
+            "episodic",
+            len(wins),
+            sum(fixed.session + min(SUMMARY_PASSAGE_TOKENS, sum(toks[i] for i in w)) for w in wins),
+            len(wins) * summary_tokens,
+        )
+    n = len(toks)
+    clusters = max(1, round(n / CHUNKS_PER_CLUSTER)) if n > 2 else 1
+    if "semantic" in parts:
+        cost.add(
+            "semantic",
+            clusters,
+            clusters * fixed.cluster + sum(toks) + (clusters - 1) * summary_tokens,
+            clusters * summary_tokens,
+        )
+
+
+def _section_cost(
+    cost: Cost,
+    counter: TokenCounter,
+    text: str,
+    sec: Section,
+    n_chunks: int,
+    mom_paths: int,
+    fixed: _Fixed,
+) -> None:
+    """Count one outline section: its `mom_paths` outline calls and, with more than one path,
+    the evaluator's reads that choose among them (``mom_score``)."""
+    items = max_items(n_chunks)
+    body = min(SECTION_TOKENS, counter.count(text[sec.start : sec.end]))
+    prompt = _fixed(
+        counter,
+        outline_prompt.SYSTEM,
+        outline_prompt.USER,
+        title=sec.title,
+        section="",
+        max_items=items,
+    )
+    cost.add(
+        "outline",
+        mom_paths,
+        mom_paths * (prompt + body),
+        round(OUTLINE_OUT_PER_ITEM * items * (1 + SAMPLED_OUT_FACTOR * (mom_paths - 1))),
+    )
+    if mom_paths > 1:
+        per_chunk = body // items
+        excerpt = min(per_chunk, BREAK_CHARS // 4)
+        breaks = (items - 1) * (fixed.brk + 2 * excerpt)
+        reads = items * (fixed.core + CORE_TOKENS + per_chunk)
+        cost.add(
+            "mom_score",
+            mom_paths * (2 * items - 1),
+            mom_paths * (breaks + reads),
+            mom_paths * (items - 1),
+        )
 
 
 def answer_round_tokens(

@@ -8,9 +8,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mindscape.commands.common import LLM_CHOICES, add_quiet_option, examples
 from mindscape.errors import MindscapeError
+
+if TYPE_CHECKING:
+    from mindscape.eval.runner import EvalSettings
+    from mindscape.llm import LLMSettings
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -28,6 +33,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "extractive --json",
         ),
     )
+    _add_run_options(p)
+    _add_output_options(p)
+    p.set_defaults(func=run)
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    """What to run: the bench, dataset and split, the presets, the slice and the stores."""
     p.add_argument("--bench", required=True, help="the bench directory (e.g. ../shared/bench)")
     p.add_argument(
         "--dataset", required=True, help="a dataset of the bench (e.g. quality_leval, fairytaleqa)"
@@ -57,6 +69,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--pooled", action="store_true", help="one store for all documents of the split (series)"
     )
     p.add_argument("--index-only", action="store_true", help="build the stores, answer nothing")
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    """What `eval` prints and what answers: `--quiet`, `--json`, `--estimate`, `--llm`."""
     add_quiet_option(p)
     p.add_argument(
         "--json", action="store_true", help="print the report's figures as one JSON object"
@@ -75,25 +91,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "OpenAI-compatible endpoint (MINDSCAPE_LLM_BASE_URL, MINDSCAPE_LLM_MODEL), or "
         "extractive ($MINDSCAPE_LLM_BACKEND)",
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the evaluation and print the report's headline figures."""
-    from mindscape.eval.bench import BenchError, dataset_splits
-    from mindscape.eval.runner import EvalSettings, run_eval
-    from mindscape.presets import PRESETS
+    from mindscape.eval.runner import run_eval
 
-    presets = [p.strip() for p in args.preset.split(",") if p.strip()]
-    unknown = [p for p in presets if p not in PRESETS]
-    if unknown:
-        raise MindscapeError(
-            f"unknown preset(s): {', '.join(unknown)} (known: {', '.join(PRESETS)})"
-        )
-    try:
-        dataset_splits(args.bench, args.dataset)
-    except BenchError as exc:
-        raise MindscapeError(str(exc)) from None
+    presets = _presets(args.preset)
+    _check_dataset(args.bench, args.dataset)
     if args.llm:  # the graph's default Deps read the backend from the environment
         os.environ["MINDSCAPE_LLM_BACKEND"] = args.llm
     from mindscape.llm import LLMSettings
@@ -102,7 +107,52 @@ def run(args: argparse.Namespace) -> int:
     if args.estimate:
         return _estimate(args, presets, llm.backend)
     out = Path(args.out or f"runs/eval/{args.dataset}-{args.split}")
-    settings = EvalSettings(
+    settings = _eval_settings(args, presets, out, llm)
+    if args.index_only:
+        from mindscape.eval.runner import prepare
+
+        prepare(settings)
+        return 0
+    report = run_eval(settings)
+    groups = report.get("groups", report)
+    if args.json:
+        print(json.dumps({"out": str(out), "groups": groups}, default=str))
+        return 0
+    print(f"report: {out / 'report.md'}")
+    _print_headlines(groups)
+    return 0
+
+
+def _presets(names: str) -> list[str]:
+    """The comma-separated presets of `--preset`; an error naming any unknown one."""
+    from mindscape.presets import PRESETS
+
+    presets = [p.strip() for p in names.split(",") if p.strip()]
+    unknown = [p for p in presets if p not in PRESETS]
+    if unknown:
+        raise MindscapeError(
+            f"unknown preset(s): {', '.join(unknown)} (known: {', '.join(PRESETS)})"
+        )
+    return presets
+
+
+def _check_dataset(bench: str, dataset: str) -> None:
+    """An error, before any work, when the bench has no such dataset."""
+    from mindscape.eval.bench import BenchError, dataset_splits
+
+    try:
+        dataset_splits(bench, dataset)
+    except BenchError as exc:
+        raise MindscapeError(str(exc)) from None
+
+
+def _eval_settings(
+    args: argparse.Namespace, presets: list[str], out: Path, llm: LLMSettings
+) -> EvalSettings:
+    """The runner's settings from the options, with the provenance of the run."""
+    from mindscape.eval.runner import EvalSettings
+
+    return EvalSettings(
         bench=Path(args.bench),
         dataset=args.dataset,
         split=args.split,
@@ -120,17 +170,10 @@ def run(args: argparse.Namespace) -> int:
             "llm": {"backend": llm.backend, "model": llm.model_name(), "base_url": llm.base_url},
         },
     )
-    if args.index_only:
-        from mindscape.eval.runner import prepare
 
-        prepare(settings)
-        return 0
-    report = run_eval(settings)
-    groups = report.get("groups", report)
-    if args.json:
-        print(json.dumps({"out": str(out), "groups": groups}, default=str))
-        return 0
-    print(f"report: {out / 'report.md'}")
+
+def _print_headlines(groups: list) -> None:
+    """One line per (preset, dataset) group: its size and its headline metric."""
     from mindscape.eval.report import primary_metric
 
     for g in groups:
@@ -138,7 +181,6 @@ def run(args: argparse.Namespace) -> int:
         m = (g["metrics"].get(name) or {}) if name else {}
         figure = f"{name} {m['mean']:.3f}" if m.get("mean") is not None else "no figure"
         print(f"  {g['preset']:<10} {g['dataset']}: n {g['n']}, {figure}")
-    return 0
 
 
 def _estimate(args: argparse.Namespace, presets: list[str], backend: str) -> int:

@@ -19,7 +19,8 @@ from mindscape.commands.common import (
 from mindscape.errors import InputError
 
 if TYPE_CHECKING:
-    from mindscape.memory.indexer import IndexConfig
+    from mindscape.memory.indexer import IndexConfig, IndexReport
+    from mindscape.memory.store import MemoryStore
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +40,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("files", nargs="+", metavar="FILE", help=".txt, .md or documents.jsonl")
     add_store_option(p)
+    _add_index_options(p)
+    _add_output_options(p)
+    add_model_options(p)
+    _add_llm_index_options(p)
+    p.set_defaults(func=run_index)
+    _add_inspect_parser(sub)
+
+
+def _add_index_options(p: argparse.ArgumentParser) -> None:
+    """What to index and how: `--doc-id`, the chunking, the sessions and the MoM paths."""
     p.add_argument(
         "--doc-id",
         action="append",
@@ -77,6 +88,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="K",
         help="k of the rank fusion that chooses among the MoM paths (default %(default)s)",
     )
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    """What `index` prints: `--quiet`, `--json`, `--estimate`."""
     add_quiet_option(p)
     p.add_argument(
         "--json",
@@ -89,7 +104,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="print the LLM calls, tokens and seconds indexing would take with the configured "
         "backend, then stop (no model is called, nothing is written)",
     )
-    add_model_options(p)
+
+
+def _add_llm_index_options(p: argparse.ArgumentParser) -> None:
+    """The index-time LLM: `--index-llm` and `--index-llm-parts`."""
     p.add_argument(
         "--index-llm",
         action="store_true",
@@ -107,8 +125,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "semantic; all: every part, the default); the others are built as without an LLM (extractive "
         "summaries, the offline outline, no triples)",
     )
-    p.set_defaults(func=run_index)
 
+
+def _add_inspect_parser(sub: argparse._SubParsersAction) -> None:
+    """Register `inspect`."""
     q = sub.add_parser(
         "inspect",
         help="print what a store holds",
@@ -139,17 +159,26 @@ def run_index(args: argparse.Namespace) -> int:
     if args.estimate:
         return _estimate(args, docs)
 
-    from mindscape.embeddings import load_embedder, spec_model_id
-    from mindscape.memory.indexer import (
-        Indexer,
-        IndexReport,
-        is_current,
-        vectors_intact,
-    )
     from mindscape.memory.store import MemoryStore
 
     config = _config(args)
     store = MemoryStore(args.store)
+    reports = _index_all(args, docs, store, config)
+    summary = store.summary()
+    if args.json:
+        print(json.dumps({"reports": [asdict(r) for r in reports], **summary}, indent=2))
+    else:
+        _print_summary(summary)
+    return 0
+
+
+def _index_all(
+    args: argparse.Namespace, docs: list, store: MemoryStore, config: IndexConfig
+) -> list[IndexReport]:
+    """Index each document the store does not hold the same way; a line per document."""
+    from mindscape.embeddings import load_embedder, spec_model_id
+    from mindscape.memory.indexer import Indexer
+
     llm = llm_from_args(args, store.cache)
     if llm is None and args.index_llm_parts is not None:
         warn("--index-llm-parts has no effect without an index LLM (--index-llm or an endpoint)")
@@ -159,14 +188,8 @@ def run_index(args: argparse.Namespace) -> int:
     indexer = None  # the embedding model loads only if some document needs work
     reports = []
     for n, d in enumerate(docs, 1):
-        row = store.cache.doc(d.doc_id) or {}
-        if is_current(store, d.doc_id, d.text, fingerprint) and vectors_intact(
-            store, d.doc_id, row
-        ):
-            r = IndexReport(
-                d.doc_id, skipped=True, tokens=row.get("tokens", 0), layers=row.get("layers", {})
-            )
-        else:
+        r = _unchanged(store, d.doc_id, d.text, fingerprint)
+        if r is None:
             if indexer is None:
                 indexer = Indexer(
                     store,
@@ -178,19 +201,29 @@ def run_index(args: argparse.Namespace) -> int:
             r = indexer.index(d.doc_id, d.text, title=d.title)
         reports.append(r)
         if not args.json:
-            what = (
-                "unchanged, skipped"
-                if r.skipped
-                else f"{r.seconds:.1f}s, peak memory {r.peak_rss_mb} MB"
-            )
-            layers = ", ".join(f"{k} {v}" for k, v in r.layers.items())
-            say(args, f"[{n}/{len(docs)}] {d.doc_id}: {r.tokens} tokens; {layers} ({what})")
-    summary = store.summary()
-    if args.json:
-        print(json.dumps({"reports": [asdict(r) for r in reports], **summary}, indent=2))
-    else:
-        _print_summary(summary)
-    return 0
+            say(args, f"[{n}/{len(docs)}] {d.doc_id}: {_report_line(r)}")
+    return reports
+
+
+def _unchanged(store: MemoryStore, doc_id: str, text: str, fingerprint: str) -> IndexReport | None:
+    """The report of a document the store already holds the same way, intact; else ``None``."""
+    from mindscape.memory.indexer import IndexReport, is_current, vectors_intact
+
+    row = store.cache.doc(doc_id) or {}
+    if not (is_current(store, doc_id, text, fingerprint) and vectors_intact(store, doc_id, row)):
+        return None
+    return IndexReport(
+        doc_id, skipped=True, tokens=row.get("tokens", 0), layers=row.get("layers", {})
+    )
+
+
+def _report_line(r: IndexReport) -> str:
+    """What one document's indexing gave: tokens, units per layer, time or skipped."""
+    what = (
+        "unchanged, skipped" if r.skipped else f"{r.seconds:.1f}s, peak memory {r.peak_rss_mb} MB"
+    )
+    layers = ", ".join(f"{k} {v}" for k, v in r.layers.items())
+    return f"{r.tokens} tokens; {layers} ({what})"
 
 
 def _llm_parts(args: argparse.Namespace) -> tuple[str, ...]:

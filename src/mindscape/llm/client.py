@@ -4,14 +4,17 @@ Every LLM role in mindscape (summaries, probes, cues, answers, decisions) goes t
 :class:`LLM`, which adds what a bare ``BaseChatModel`` lacks:
 
 * retries of transient API errors (connection, timeout, 429, 5xx) with exponential backoff,
-  by ``tenacity`` (the library langchain-core's own ``with_retry`` uses);
+  by ``tenacity`` (:mod:`~mindscape.llm.retry`);
 * a :class:`~mindscape.llm.usage.Usage` ledger: calls, tokens in/out, cache hits, retries;
 * an optional content-hash cache (any object with ``get_text``/``put_text``);
 * :meth:`LLM.complete_json`: grammar-constrained JSON (``json_object`` with a schema, what
   llama.cpp's server takes), the model's native structured output, or text repaired by
   :func:`~mindscape.llm.output.extract_json`, and one re-ask with a short reminder before
-  giving up;
+  giving up (:mod:`~mindscape.llm.structured`);
 * per-call output caps (``max_tokens``), so each role spends only what it needs.
+
+This module is the facade: it holds the cache and the accounting and runs the re-ask; the
+retry policy and the structured-output modes live in their own modules.
 """
 
 from __future__ import annotations
@@ -22,18 +25,31 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
-from mindscape.errors import EndpointError
-from mindscape.llm.output import (
-    LLMOutputError,
-    extract_json,
-    short_error,
-    strip_reasoning,
-    validate_as,
+from mindscape.llm.output import LLMOutputError, short_error, strip_reasoning
+from mindscape.llm.retry import (
+    invoke_with_retries,
+    is_request_error,
+    is_transient,
+    is_unsupported_request,
 )
 from mindscape.llm.settings import LLMSettings, StructuredMode
+from mindscape.llm.structured import (
+    REASK_REMINDER,
+    Attempt,
+    build_messages,
+    from_structured,
+    jsonable,
+    message_text,
+    parse_text,
+    raw_json_text,
+    reask_messages,
+    salvage,
+    structured_reply,
+    structured_runnable,
+    text_runnable,
+)
 from mindscape.llm.usage import Usage, approx_tokens
 
 if TYPE_CHECKING:
@@ -41,15 +57,11 @@ if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
     from pydantic import BaseModel
 
+__all__ = ["LLM", "REASK_REMINDER", "TextCache", "is_request_error", "is_transient"]
+
 logger = logging.getLogger(__name__)
 
 M = TypeVar("M", bound="BaseModel")
-
-REASK_REMINDER = (
-    "Your previous answer could not be used: {error}\n"
-    "Return only valid JSON{shape}, with double-quoted keys and strings, no comments, "
-    "no trailing commas and no text before or after it."
-)
 
 
 class TextCache(Protocol):
@@ -62,107 +74,6 @@ class TextCache(Protocol):
     def put_text(self, key: str, value: str) -> None:
         """Store ``value`` under ``key``."""
         ...
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Whether ``exc`` is a transient API failure (retry it) rather than a real error."""
-    import openai
-
-    if getattr(exc, "is_retryable", False) is True:  # langchain_core.exceptions.ModelError
-        return True
-    transient = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
-    return isinstance(exc, transient) and not _is_unsupported_request(exc)
-
-
-def _is_connection_error(exc: BaseException | None) -> bool:
-    """The endpoint could not be reached (the OpenAI SDK's or langchain-core's error)."""
-    import openai
-    from langchain_core.exceptions import ModelConnectionError
-
-    return isinstance(exc, (openai.APIConnectionError, ModelConnectionError))
-
-
-def _failure(exc: BaseException) -> str:
-    """What went wrong, without the message (which may quote a request or a header)."""
-    status = getattr(exc, "status_code", None)
-    return f"{type(exc).__name__}, HTTP {status}" if status else type(exc).__name__
-
-
-def _is_refusal(exc: BaseException) -> bool:
-    """HTTP 401, 403 or 404: a key, permission or model the endpoint rejects (no retry helps)."""
-    import openai
-
-    return isinstance(
-        exc, (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
-    )
-
-
-def is_request_error(exc: BaseException) -> bool:
-    """Whether the endpoint refused the request itself (HTTP 400: bad parameters, a prompt
-    over the context size), so that retrying the same request cannot help."""
-    import openai
-    from langchain_core.exceptions import ModelInvalidRequestError
-
-    return isinstance(exc, (openai.BadRequestError, ModelInvalidRequestError))
-
-
-def _is_unsupported_request(exc: BaseException) -> bool:
-    """Whether the endpoint rejected the request itself: HTTP 400, or a server error that
-    names the structured-output parameter (llama.cpp answers ``json_schema`` with a 500)."""
-    import openai
-
-    if is_request_error(exc):
-        return True
-    text = str(exc)
-    return isinstance(exc, openai.InternalServerError) and (
-        "response_format" in text or "json_schema" in text
-    )
-
-
-def _message_text(message: Any) -> str:
-    """Plain text of a message, whatever its content shape."""
-    return str(message.text) if hasattr(message, "text") else str(message)
-
-
-def _raw_json_text(message: Any) -> str:
-    """The JSON-ish text of a reply: tool-call arguments first (function calling), then content."""
-    for call in getattr(message, "tool_calls", None) or []:
-        return json.dumps(call.get("args", {}))
-    for call in getattr(message, "invalid_tool_calls", None) or []:
-        if call.get("args"):
-            return str(call["args"])
-    return _message_text(message)
-
-
-def _jsonable(value: Any) -> Any:
-    """``value`` with pydantic models dumped to plain JSON data."""
-    dump = getattr(value, "model_dump", None)
-    return dump(mode="json") if callable(dump) else value
-
-
-def _raw_from_validation_error(exc: Any) -> str:
-    """The model's raw answer as kept in a pydantic ``ValidationError``, or ``""``."""
-    for err in exc.errors(include_url=False):
-        value = err.get("input")
-        if err.get("type") == "json_invalid" and isinstance(value, str):
-            return value
-        if (
-            err.get("type") == "missing"
-            and len(err.get("loc", ())) == 1
-            and isinstance(value, dict)
-        ):
-            return json.dumps(value)
-    return ""
-
-
-@dataclass
-class _Attempt:
-    """One JSON attempt: either ``value`` (ok) or the raw text and why it failed."""
-
-    ok: bool
-    value: Any = None
-    text: str = ""
-    error: str = ""
 
 
 class LLM:
@@ -247,29 +158,7 @@ class LLM:
             parts.append(sorted(self.decoding.items()))
         return hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
 
-    # ---- messages and accounting
-
-    @staticmethod
-    def _messages(prompt: str, system: str | None) -> list[BaseMessage]:
-        from langchain_core.messages import HumanMessage, SystemMessage
-
-        head: list[BaseMessage] = [SystemMessage(content=system)] if system else []
-        return [*head, HumanMessage(content=prompt)]
-
-    @staticmethod
-    def _reask_messages(
-        prompt: str, system: str | None, first: _Attempt, schema: type[BaseModel] | None
-    ) -> list[BaseMessage]:
-        """The conversation for the single re-ask: the bad answer, then the reminder."""
-        from langchain_core.messages import AIMessage, HumanMessage
-
-        shape = f" with the keys {', '.join(schema.model_fields)}" if schema is not None else ""
-        reminder = REASK_REMINDER.format(error=first.error, shape=shape)
-        messages = LLM._messages(prompt, system)
-        if first.text:
-            return [*messages, AIMessage(content=first.text), HumanMessage(content=reminder)]
-        messages[-1] = HumanMessage(content=f"{prompt}\n\n{reminder}")
-        return messages
+    # ---- accounting and calls
 
     def _record(self, role: str, messages: list[BaseMessage], reply: Any) -> None:
         """Count one model response, with reported tokens or an estimate."""
@@ -282,9 +171,9 @@ class LLM:
                 tokens_out=meta.get("output_tokens", 0),
             )
             return
-        prompt_text = "\n".join(_message_text(m) for m in messages)
+        prompt_text = "\n".join(message_text(m) for m in messages)
         out_text = (
-            _raw_json_text(reply) if hasattr(reply, "content") else json.dumps(_jsonable(reply))
+            raw_json_text(reply) if hasattr(reply, "content") else json.dumps(jsonable(reply))
         )
         self.usage.add(
             role,
@@ -296,50 +185,14 @@ class LLM:
 
     def _invoke(self, runnable: Any, messages: list[BaseMessage], role: str) -> Any:
         """``runnable.invoke(messages)`` with retries of transient errors (tenacity)."""
-        from tenacity import (
-            Retrying,
-            retry_if_exception,
-            stop_after_attempt,
-            wait_exponential,
-            wait_random,
-        )
-
-        s = self.settings
-
-        def count_retry(state: Any) -> None:
-            self.usage.add(role, retries=1)
-            if s.backend == "local" and _is_connection_error(state.outcome.exception()):
-                from mindscape.llm.server import revive
-
-                revive()  # the local server was killed: start it again, once
-            logger.info("LLM %s: transient error, retry %d", role or "call", state.attempt_number)
-
-        retrying = Retrying(
-            stop=stop_after_attempt(s.max_retries + 1),
-            wait=wait_exponential(multiplier=s.retry_base_delay_s, max=s.retry_max_delay_s)
-            + wait_random(0, s.retry_base_delay_s),  # jitter: parallel callers do not align
-            retry=retry_if_exception(is_transient),
-            before_sleep=count_retry,
+        return invoke_with_retries(
+            runnable,
+            messages,
+            settings=self.settings,
+            usage=self.usage,
+            role=role,
             sleep=self._sleep,
-            reraise=True,
         )
-        try:
-            return retrying(runnable.invoke, messages)
-        except Exception as exc:
-            if _is_refusal(exc):
-                raise EndpointError(
-                    f"the LLM endpoint {self.settings.endpoint_name()} refused the request "
-                    f"({_failure(exc)}); check the API key, the model name "
-                    f"({self.settings.model_name()}) and the base URL"
-                ) from exc
-            if is_transient(exc):
-                raise EndpointError(
-                    f"the LLM endpoint {self.settings.endpoint_name()} failed "
-                    f"{s.max_retries + 1} times ({_failure(exc)}); check that it is running "
-                    f"and reachable, raise MINDSCAPE_LLM_MAX_RETRIES, or answer offline with "
-                    f"--llm extractive"
-                ) from exc
-            raise
 
     def _capped(self, runnable: Any, max_tokens: int | None) -> Any:
         return runnable.bind(max_tokens=max_tokens) if max_tokens else runnable
@@ -359,65 +212,38 @@ class LLM:
         if self.cache is not None and (hit := self.cache.get_text(key)) is not None:
             self.usage.add(role, cache_hits=1)
             return hit
-        messages = self._messages(prompt, system)
+        messages = build_messages(prompt, system)
         reply = self._invoke(self._capped(self.chat, max_tokens), messages, role)
         self._record(role, messages, reply)
-        text = strip_reasoning(_message_text(reply))
+        text = strip_reasoning(message_text(reply))
         if self.cache is not None:
             self.cache.put_text(key, text)
         return text
 
     # ---- JSON
 
-    def _structured_runnable(self, schema: type[BaseModel] | None) -> Any | None:
-        """The runnable for native structured output, or ``None`` to parse text."""
-        mode = self.structured
-        if schema is None or mode in ("off", "json_object"):
-            return None
-        kwargs: dict[str, Any] = {"include_raw": True}
-        if mode in ("json_schema", "function_calling"):
-            kwargs["method"] = mode
+    def _attempt_structured(
+        self, runnable: Any, messages: list[BaseMessage], schema: type[BaseModel], role: str
+    ) -> Attempt | None:
+        """One call in a native structured-output mode; ``None`` when ``auto`` found the
+        endpoint rejecting it (the mode is ``off`` from then on: parse text)."""
         try:
-            return self.chat.with_structured_output(schema, **kwargs)
-        except NotImplementedError:
-            logger.debug("%s has no structured output; parsing text", type(self.chat).__name__)
+            out = self._invoke(runnable, messages, role)
+        except Exception as exc:
+            salvaged = self._salvage(exc, messages, schema, role)
+            if salvaged is not None:
+                return salvaged
+            if not (self.settings.structured == "auto" and is_unsupported_request(exc)):
+                raise
+            logger.warning(
+                "structured output rejected by %s (%s); parsing text instead",
+                self.model_id,
+                short_error(exc),
+            )
             self.structured = "off"
             return None
-
-    def _text_runnable(self, schema: type[BaseModel] | None) -> Any:
-        """The chat model, bound to a JSON grammar in ``json_object`` mode."""
-        if self.structured != "json_object":
-            return self.chat
-        fmt: dict[str, Any] = {"type": "json_object"}
-        if schema is not None:
-            grammar = getattr(schema, "grammar_schema", None)
-            fmt["schema"] = grammar() if callable(grammar) else schema.model_json_schema()
-        return self.chat.bind(response_format=fmt)
-
-    def _parse_text(self, text: str, schema: type[BaseModel] | None) -> _Attempt:
-        """Text → JSON → (optionally) schema instance, as an :class:`_Attempt`."""
-        from pydantic import ValidationError
-
-        try:
-            data = extract_json(text)
-            value = validate_as(schema, data) if schema is not None else data
-        except (LLMOutputError, ValidationError) as exc:
-            return _Attempt(ok=False, text=text, error=short_error(exc))
-        return _Attempt(ok=True, value=value, text=text)
-
-    def _from_structured(self, out: Any, schema: type[BaseModel]) -> _Attempt:
-        """Interpret a ``with_structured_output(include_raw=True)`` result."""
-        if not (isinstance(out, dict) and "raw" in out):
-            return self._parse_text(json.dumps(_jsonable(out)), schema)
-        raw_text = _raw_json_text(out["raw"])
-        if out.get("parsed") is not None and out.get("parsing_error") is None:
-            from pydantic import ValidationError
-
-            try:
-                return _Attempt(ok=True, value=validate_as(schema, out["parsed"]), text=raw_text)
-            except ValidationError as exc:
-                return _Attempt(ok=False, text=raw_text, error=short_error(exc))
-        return self._parse_text(raw_text, schema)  # salvage what the raw answer holds
+        self._record(role, messages, structured_reply(out))
+        return from_structured(out, schema)
 
     def _attempt_json(
         self,
@@ -425,53 +251,37 @@ class LLM:
         schema: type[BaseModel] | None,
         role: str,
         max_tokens: int | None,
-    ) -> _Attempt:
-        runnable = self._structured_runnable(schema)
+    ) -> Attempt:
+        runnable, self.structured = structured_runnable(self.chat, self.structured, schema)
         if runnable is not None and schema is not None:
-            try:
-                out = self._invoke(runnable, messages, role)
-            except Exception as exc:
-                salvaged = self._salvage(exc, messages, schema, role)
-                if salvaged is not None:
-                    return salvaged
-                if not (self.settings.structured == "auto" and _is_unsupported_request(exc)):
-                    raise
-                logger.warning(
-                    "structured output rejected by %s (%s); parsing text instead",
-                    self.model_id,
-                    short_error(exc),
-                )
-                self.structured = "off"
-            else:
-                raw = out["raw"] if isinstance(out, dict) and "raw" in out else out
-                self._record(role, messages, raw)
-                return self._from_structured(out, schema)
-        runnable = self._capped(self._text_runnable(schema), max_tokens)
+            attempt = self._attempt_structured(runnable, messages, schema, role)
+            if attempt is not None:
+                return attempt
+        runnable = self._capped(text_runnable(self.chat, self.structured, schema), max_tokens)
         reply = self._invoke(runnable, messages, role)
         self._record(role, messages, reply)
-        return self._parse_text(_message_text(reply), schema)
+        return parse_text(message_text(reply), schema)
 
     def _salvage(
         self, exc: Exception, messages: list[BaseMessage], schema: type[BaseModel], role: str
-    ) -> _Attempt | None:
+    ) -> Attempt | None:
         """A client-side parse failure (the SDK's ``ValidationError``) is a malformed answer:
         parse the raw text it carries. ``None`` for any other exception."""
-        from pydantic import ValidationError
-
-        if not isinstance(exc, ValidationError):
+        salvaged = salvage(exc, schema)
+        if salvaged is None:
             return None
         from langchain_core.messages import AIMessage
 
-        raw = _raw_from_validation_error(exc)
+        raw, attempt = salvaged
         self._record(role, messages, AIMessage(content=raw))  # no usage reported: estimated
-        return self._parse_text(raw, schema) if raw else _Attempt(ok=False, error=short_error(exc))
+        return attempt
 
-    def _cached_json(self, key: str, schema: type[BaseModel] | None, role: str) -> Any:
+    def _cached_json(self, key: str, schema: type[BaseModel] | None, role: str) -> Attempt | None:
         """A cached JSON answer (``None`` on a miss or a stale, non-validating entry)."""
         hit = self.cache.get_text(key) if self.cache is not None else None
         if hit is None:
             return None
-        cached = self._parse_text(hit, schema)
+        cached = parse_text(hit, schema)
         if not cached.ok:
             logger.warning("ignoring cached entry %s… that no longer validates", key[:12])
             return None
@@ -518,12 +328,12 @@ class LLM:
         cached = self._cached_json(key, schema, role)
         if cached is not None:
             return cached.value
-        first = self._attempt_json(self._messages(prompt, system), schema, role, max_tokens)
+        first = self._attempt_json(build_messages(prompt, system), schema, role, max_tokens)
         result = first
         if not first.ok:
             self.usage.add(role, malformed=1)
             logger.info("LLM %s: malformed JSON (%s); re-asking once", role or "call", first.error)
-            messages = self._reask_messages(prompt, system, first, schema)
+            messages = reask_messages(prompt, system, first, schema)
             result = self._attempt_json(messages, schema, role, max_tokens)
         if not result.ok:
             self.usage.add(role, unusable=1)
@@ -533,5 +343,5 @@ class LLM:
                 text=result.text,
             )
         if self.cache is not None:
-            self.cache.put_text(key, json.dumps(_jsonable(result.value)))
+            self.cache.put_text(key, json.dumps(jsonable(result.value)))
         return result.value

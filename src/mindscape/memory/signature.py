@@ -218,15 +218,8 @@ def greedy_select(
         ``(session index, gains)`` in pick order; gains has ``query`` (Δf̃Q), ``coverage``
         (Δf̃C), ``diversity`` (fD) and ``total`` (their λ-weighted sum).
     """
-    rel_norm = np.asarray(rel_norm, dtype=np.float64)
-    match = np.asarray(match, dtype=np.float64)
-    w = np.asarray(weights, dtype=np.float64)
+    rel_norm, match, w = _greedy_inputs(rel_norm, match, weights, sim, params)
     n_sessions = rel_norm.shape[0]
-    if match.shape != (n_sessions, w.shape[0]):
-        raise ValueError(f"match must be (sessions, candidates); got {match.shape}")
-    if params.lambda_d and sim is None:
-        raise ValueError("sim is needed when lambda_d != 0")
-
     total_cover = float(match.max(axis=0, initial=0.0) @ w) if n_sessions else 0.0
     w_norm = w / total_cover if total_cover > 0 else np.zeros_like(w)
 
@@ -258,6 +251,24 @@ def greedy_select(
         if sim is not None:
             redundancy = np.maximum(redundancy, np.maximum(sim[:, best], 0.0))
     return picks
+
+
+def _greedy_inputs(
+    rel_norm: np.ndarray,
+    match: np.ndarray,
+    weights: np.ndarray,
+    sim: np.ndarray | None,
+    params: SignatureParams,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`greedy_select`'s relevance, match and weights as float64 arrays, shapes checked."""
+    rel_norm = np.asarray(rel_norm, dtype=np.float64)
+    match = np.asarray(match, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    if match.shape != (rel_norm.shape[0], w.shape[0]):
+        raise ValueError(f"match must be (sessions, candidates); got {match.shape}")
+    if params.lambda_d and sim is None:
+        raise ValueError("sim is needed when lambda_d != 0")
+    return rel_norm, match, w
 
 
 def first_k(
@@ -309,18 +320,29 @@ def signature_vector(unit_vecs: np.ndarray, mode: Literal["mean", "max"] = "mean
     raise ValueError(f"unknown signature mode {mode!r}; use 'mean' or 'max'")
 
 
+def _weighted_pair(
+    name: str,
+    weight: float,
+    first: Sequence[float] | np.ndarray,
+    second: Sequence[float] | np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two score arrays to mix as float64 arrays of one shape, the weight ``name`` in [0, 1]."""
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1]; got {weight}")
+    a = np.asarray(first, dtype=np.float64)
+    b = np.asarray(second, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"score arrays differ in shape: {a.shape} vs {b.shape}")
+    return a, b
+
+
 def conditioned_scores(
     query_scores: Sequence[float] | np.ndarray,
     signature_scores: Sequence[float] | np.ndarray,
     alpha: float = 0.5,
 ) -> np.ndarray:
     """``s(c|q,σ) = (1-α)·s(q,c) + α·s(σ,c)``; α=0 returns the query scores unchanged."""
-    if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must be in [0, 1]; got {alpha}")
-    q = np.asarray(query_scores, dtype=np.float64)
-    s = np.asarray(signature_scores, dtype=np.float64)
-    if q.shape != s.shape:
-        raise ValueError(f"score arrays differ in shape: {q.shape} vs {s.shape}")
+    q, s = _weighted_pair("alpha", alpha, query_scores, signature_scores)
     if alpha == 0.0:
         return q.copy()
     if alpha == 1.0:
@@ -362,12 +384,7 @@ def region_scores(
     ``doc_weight``. Values lie in [0, 1]. Within one document the doc term is the same for
     every target, so only the window term ranks.
     """
-    if not 0.0 <= doc_weight <= 1.0:
-        raise ValueError(f"doc_weight must be in [0, 1]; got {doc_weight}")
-    inw = np.asarray(in_windows, dtype=np.float64)
-    share = np.asarray(doc_share, dtype=np.float64)
-    if inw.shape != share.shape:
-        raise ValueError(f"score arrays differ in shape: {inw.shape} vs {share.shape}")
+    inw, share = _weighted_pair("doc_weight", doc_weight, in_windows, doc_share)
     return (1.0 - doc_weight) * inw + doc_weight * share
 
 
