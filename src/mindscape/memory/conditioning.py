@@ -165,13 +165,18 @@ def layer_scores(
     """(query score, signature score, fused score) of every unit of a layer.
 
     The query score is the dense cosine, or in hybrid mode on the veridical layer the min-max
-    fusion of dense and BM25; the fused score is ``(1-α)·query + α·signature``.
+    fusion of dense and BM25; the fused score is ``(1-α)·query + α·signature``. A chunk's
+    dense cosine reads its document's context as ``settings.doc_context`` says
+    (:meth:`~mindscape.memory.scope.Scope.chunk_dense`).
     """
     view = plan.scope.views[layer]
     if not len(view):
         z = np.zeros(0)
         return z, z, z
-    s_q = (view.vecs @ plan.qvec).astype(np.float64)
+    if layer == "veridical":
+        s_q = plan.scope.chunk_dense(plan.qvec, plan.settings.doc_context)
+    else:
+        s_q = (view.vecs @ plan.qvec).astype(np.float64)
     if hybrid and layer == "veridical":
         s_q = hybrid_scores(s_q, plan.scope.bm25_scores(plan.query), plan.settings.hybrid_weight)
     s_sig = signature_scores(plan, layer)

@@ -2,8 +2,11 @@
 
 Chunks are embedded together with their sentences (one forward pass, token states pooled per
 sentence span) and cached as one array per chunk: row 0 the chunk, then its sentences. Unit
-texts (summaries, outline items) are embedded and cached one vector per text. Every batch is
-committed as it is produced, so an interrupted run keeps what it embedded.
+texts (summaries, outline items) are embedded and cached one vector per text, under
+:func:`text_key`. So are the chunks in their document's context (:func:`in_context`: the
+title, a blank line, the chunk), which retrieval reads back from the cache by the same key
+(:mod:`~mindscape.memory.scope`). Every batch is committed as it is produced, so an
+interrupted run keeps what it embedded.
 """
 
 from __future__ import annotations
@@ -23,6 +26,20 @@ from mindscape.memory.store import MemoryStore
 
 Bar = Callable[..., Any]
 """``bar(iterable, desc, total=None)``: a progress bar (or the iterable itself when quiet)."""
+
+EMB_NS = "emb"
+"""The cache namespace of every embedding."""
+
+
+def text_key(emb_id: str, text: str) -> str:
+    """The cache key of one text's embedding by the embedder `emb_id`."""
+    return content_key(emb_id, "text", text)
+
+
+def in_context(context: str, chunk_text: str) -> str:
+    """A chunk as embedded in its document's context: ``"{title}\n\n{chunk}"``. The opening
+    of a story rarely names it, and its title tells the embedder whose story it is."""
+    return f"{context}\n\n{chunk_text}"
 
 
 @dataclass
@@ -63,7 +80,7 @@ class EmbedCache:
         for w in range(0, len(chunks), window):
             part = chunks[w : w + window]
             keys = [content_key(self.emb_id, "chunk+sentences", c.text) for c in part]
-            got = self.store.cache.get_arrays("emb", keys, self.dim)
+            got = self.store.cache.get_arrays(EMB_NS, keys, self.dim)
             todo = [i for i, k in enumerate(keys) if k not in got]
             self.stats.cached += len(part) - len(todo)
             if todo and bar is None:
@@ -86,7 +103,7 @@ class EmbedCache:
                 keys[r]: np.vstack([vecs[j : j + 1], sent_vecs[j]]) for j, r in enumerate(rows)
             }
             # committed now: a killed run keeps this batch
-            self.store.cache.put_arrays("emb", fresh)
+            self.store.cache.put_arrays(EMB_NS, fresh)
             got.update(fresh)
             self.stats.embedded += len(rows)
             if bar is not None:
@@ -120,8 +137,8 @@ class EmbedCache:
         if not texts:
             return np.zeros((0, 0), np.float32)
         cache = self.store.cache
-        keys = [content_key(self.emb_id, "text", t) for t in texts]
-        got = {k: v[0] for k, v in cache.get_arrays("emb", list(set(keys)), self.dim).items()}
+        keys = [text_key(self.emb_id, t) for t in texts]
+        got = {k: v[0] for k, v in cache.get_arrays(EMB_NS, list(set(keys)), self.dim).items()}
         todo = sorted({k: i for i, k in enumerate(keys) if k not in got}.values())
         self.stats.cached += len(texts) - len(todo)
         batches: Iterable[int] = range(0, len(todo), 64)
@@ -132,7 +149,7 @@ class EmbedCache:
             t = time.perf_counter()
             vecs = encode(self.embedder, [texts[i] for i in part])
             self.stats.seconds += time.perf_counter() - t
-            cache.put_arrays("emb", {keys[i]: vecs[j] for j, i in enumerate(part)})
+            cache.put_arrays(EMB_NS, {keys[i]: vecs[j] for j, i in enumerate(part)})
             got.update({keys[i]: vecs[j] for j, i in enumerate(part)})
             self.stats.embedded += len(part)
         return np.vstack([got[k] for k in keys]).astype(np.float32)

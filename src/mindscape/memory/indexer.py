@@ -13,6 +13,13 @@ triples; default all); the others are built as without one. Every embedding and 
 cached by content hash in the store's cache as it is produced, so an unchanged document is
 skipped, an interrupted run resumes where it stopped, and adding a document touches only that
 document.
+
+Each chunk also gets a second embedding in its document's context (the title, or the doc id
+where there is none, before the chunk: :func:`~mindscape.memory.embed_cache.in_context`).
+It is not a layer: it stays in the cache, and the manifest's ``doc_context`` names the
+context it was made with, from which retrieval finds it (:mod:`~mindscape.memory.scope`).
+A document indexed before there were such vectors, or whose title changed, is not rebuilt:
+the next ``index`` of it embeds only these vectors (see :meth:`Indexer.index`).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from mindscape.embeddings import embedder_id
 from mindscape.memory.cache import content_key
 from mindscape.memory.chunking import BLOCK_CHARS, Chunk, iter_chunks
 from mindscape.memory.cluster import ClusterParams
-from mindscape.memory.embed_cache import EmbedCache, EmbedStats
+from mindscape.memory.embed_cache import EmbedCache, EmbedStats, in_context
 from mindscape.memory.index_doc import DocText, Summarizer, doc_text
 from mindscape.memory.index_episodic import episodic_units
 from mindscape.memory.index_outline import COVERAGE, outline_units
@@ -188,17 +195,23 @@ class Indexer:
         )
 
     def index(self, doc_id: str, text: str, *, title: str | None = None) -> IndexReport:
-        """Index one document (skipped when the same text was already indexed the same way)."""
+        """Index one document (skipped when the same text was already indexed the same way).
+
+        A skipped document whose chunks have no vectors in this context yet (indexed before
+        there were any, or under another title) gets them now, and nothing else."""
         t0 = time.perf_counter()
         report = IndexReport(doc_id=doc_id)
         content_hash = content_key(text)
         fingerprint = self.config.fingerprint(self.emb_id, self.llm_id)
+        context = doc_context(doc_id, title)
         row = self.store.cache.doc(doc_id)
         if (
             row is not None
-            and is_current(self.store, doc_id, text, fingerprint)
+            and same_index(row, text, fingerprint)
             and vectors_intact(self.store, doc_id, row)
         ):
+            if row.get("doc_context") != context:
+                self._add_context(row, context, title, report)
             report.skipped = True
             report.layers = row.get("layers", {})
             report.tokens = row.get("tokens", 0)
@@ -208,7 +221,7 @@ class Indexer:
         if row is not None:
             self.store.delete_doc(doc_id)
         self.store.cache.set_doc(doc_id, content_hash, fingerprint, "indexing", title=title)
-        run = _DocRun(self, doc_id, text, report)
+        run = _DocRun(self, doc_id, text, report, context)
         units, vecs = run.build()
         with self._stage(report, "write"):
             self.store.upsert(units, vecs)
@@ -225,9 +238,31 @@ class Indexer:
             title=title,
             tokens=report.tokens,
             layers=report.layers,
+            doc_context=context,
             **({"mom_chosen": [chosen[o] for o in sorted(chosen)]} if chosen else {}),
         )
         return report
+
+    def _add_context(
+        self, row: dict[str, Any], context: str, title: str | None, report: IndexReport
+    ) -> None:
+        """Embed the chunks of an indexed document in `context` (through the cache) and
+        record it, with `title`, in its manifest row; nothing else is touched."""
+        t0 = time.perf_counter()
+        doc_id = row["doc_id"]
+        stats = EmbedStats()
+        embed = EmbedCache(self.store, self.embedder, self.emb_id, stats, self._bar)
+        chunks = self.store.view("veridical", {doc_id}).units
+        embed.texts([in_context(context, u.text) for u in chunks], f"{doc_id} · embed context")
+        report.embedded += stats.embedded
+        report.embed_cached += stats.cached
+        report.embed_seconds += stats.seconds
+        info = {k: v for k, v in row.items() if k not in _ROW_KEYS}
+        info.update(title=title, doc_context=context)
+        self.store.cache.set_doc(
+            doc_id, row["content_hash"], row["config_hash"], row["status"], **info
+        )
+        report.stage_seconds["embed_context"] = time.perf_counter() - t0
 
     # -- helpers used by _DocRun -------------------------------------------------------------
     def _stage(self, report: IndexReport, name: str) -> _Timer:
@@ -250,6 +285,15 @@ class Indexer:
             unit=unit,
             unit_scale=unit != "it",
         )
+
+
+_ROW_KEYS = ("doc_id", "content_hash", "config_hash", "status")
+"""The manifest row's own columns (the rest of a row is its info)."""
+
+
+def doc_context(doc_id: str, title: str | None) -> str:
+    """What a document's chunks are embedded in context with: its title, else its doc id."""
+    return title.strip() if title and title.strip() else doc_id
 
 
 def veridical_units(
@@ -301,8 +345,15 @@ def peak_rss_mb() -> int:
 
 
 def is_current(store: MemoryStore, doc_id: str, text: str, fingerprint: str) -> bool:
-    """Whether the store's manifest says `doc_id` is done with this text and fingerprint."""
+    """Whether the store's manifest says `doc_id` is done with this text and fingerprint, its
+    chunks embedded in context too (a document indexed before there were such vectors is
+    not: :meth:`Indexer.index` adds them, and nothing else)."""
     row = store.cache.doc(doc_id)
+    return bool(same_index(row, text, fingerprint) and row and row.get("doc_context"))
+
+
+def same_index(row: dict[str, Any] | None, text: str, fingerprint: str) -> bool:
+    """Whether a manifest row is done with this text and fingerprint."""
     return bool(
         row
         and row["status"] == "done"
@@ -326,8 +377,11 @@ class _Timer:
 class _DocRun:
     """The work of indexing one document: the layer builders, in order, over its chunks."""
 
-    def __init__(self, ix: Indexer, doc_id: str, text: str, report: IndexReport) -> None:
+    def __init__(
+        self, ix: Indexer, doc_id: str, text: str, report: IndexReport, context: str
+    ) -> None:
         self.ix, self.doc_id, self.text, self.report = ix, doc_id, text, report
+        self.context = context
         self.cfg = ix.config
         self.stats = EmbedStats()
         self.embed = EmbedCache(ix.store, ix.embedder, ix.emb_id, self.stats, ix._bar)
@@ -357,6 +411,12 @@ class _DocRun:
             arrays = self.embed.chunks(chunks, f"{self.doc_id} · embed chunks")
             doc, chunk_vecs = doc_text(
                 self.doc_id, self.text, chunks, arrays, self.embed.dim, ix.counter
+            )
+        with ix._stage(self.report, "embed_context"):
+            # cached only: retrieval reads them back by content (memory/scope.py)
+            self.embed.texts(
+                [in_context(self.context, c.text) for c in chunks],
+                f"{self.doc_id} · embed chunks in context",
             )
         with ix._stage(self.report, "episodic"):
             episodic, window_of = episodic_units(

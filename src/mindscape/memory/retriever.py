@@ -38,12 +38,12 @@ from cachetools import LRUCache
 from langchain_core.embeddings import Embeddings
 
 from mindscape.context import Context
-from mindscape.embeddings import encode_query
+from mindscape.embeddings import embedder_id, encode_query
 from mindscape.memory.activation import activate
 from mindscape.memory.conditioning import QueryPlan, gated_alpha, layer_scores, resolve_signature
 from mindscape.memory.late_fusion import late_fusion
 from mindscape.memory.ranking import pack_budget
-from mindscape.memory.scope import Scope, top_rows
+from mindscape.memory.scope import DOC_CONTEXT, DOC_CONTEXTS, Scope, top_rows
 from mindscape.memory.signature import Activation, SignatureParams
 from mindscape.memory.signature_select import select_signature
 from mindscape.memory.store import MemoryStore
@@ -117,6 +117,10 @@ class RetrievalSettings:
     window_weights: str = "flat"
     """``window``/``region`` modes: ``flat`` = every signature window counts 1; ``gain`` = a
     window counts its unit's coverage gain relative to the largest one."""
+    doc_context: str = DOC_CONTEXT
+    """A chunk's dense cosine: ``plain`` (its own vector), ``prefixed`` (its vector with the
+    document's title before it) or ``max`` (the higher of the two; see
+    :meth:`~mindscape.memory.scope.Scope.chunk_dense`)."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:
@@ -131,6 +135,8 @@ class RetrievalSettings:
             )
         if self.chunk_mode not in CHUNK_MODES:
             raise ValueError(f"unknown chunk_mode {self.chunk_mode!r}; use one of {CHUNK_MODES}")
+        if self.doc_context not in DOC_CONTEXTS:
+            raise ValueError(f"unknown doc_context {self.doc_context!r}; use one of {DOC_CONTEXTS}")
         if self.gate not in GATES:
             raise ValueError(f"unknown gate {self.gate!r}; use one of {GATES}")
         unknown = set(self.budgets) - set(LAYERS)
@@ -189,6 +195,7 @@ class Retriever:
         self._scopes: LRUCache[frozenset[str] | None, Scope] = LRUCache(maxsize=cache_size)
         self._qvecs: LRUCache[str, np.ndarray] = LRUCache(maxsize=query_cache_size)
         self._tokens: dict[str, int] = {}
+        self._emb_id = embedder_id(embedder)
 
     # -- caches ----------------------------------------------------------------------
     def scope(self, doc_ids: Iterable[str] | None = None) -> Scope:
@@ -196,13 +203,16 @@ class Retriever:
         key = frozenset(doc_ids) if doc_ids is not None else None
         sc = self._scopes.get(key)
         if sc is None or not sc.fresh(self.store):
-            sc = self._scopes[key] = Scope(self.store, key)
+            sc = self._scopes[key] = Scope(self.store, key, self._emb_id)
         return sc
 
     def warm(self, doc_ids: Iterable[str] | None = None) -> None:
-        """Build the cached arrays, the BM25 index and the token counts of a document set."""
+        """Build the cached arrays, the BM25 index, the chunks' vectors in context and the
+        token counts of a document set."""
         sc = self.scope(doc_ids)
         sc.bm25()
+        if self.settings.doc_context != "plain":
+            sc.context_vecs()
         for layer in LAYERS:
             units = [u for u in sc.views[layer].units if u.id not in self._tokens]
             if units:

@@ -4,6 +4,14 @@ A query never touches the store: it reads a :class:`Scope` (the layers' views re
 the documents asked about, chunk → document and chunk → session rows, session member lists,
 a BM25 index, unit → chunk maps). The retriever keeps a few scopes cached and rebuilds one
 when the store's views change (a document was indexed).
+
+Each chunk has two vectors: the plain one (the veridical layer's) and one of the chunk in its
+document's context (title + chunk, made by the indexer and kept in the store's cache; see
+:func:`~mindscape.memory.embed_cache.in_context`). :meth:`Scope.chunk_dense` scores a query
+against either, or by the higher of the two (:data:`DOC_CONTEXT`, the default): the title
+finds a chunk that never names what the story is about, and the max never scores a chunk
+below its plain cosine. A chunk without a context vector (a store indexed before they
+existed, until ``mindscape index`` is run on it again) scores by its plain vector.
 """
 
 from __future__ import annotations
@@ -13,16 +21,29 @@ from collections.abc import Iterable
 import numpy as np
 from cachetools import LRUCache
 
+from mindscape.memory.embed_cache import EMB_NS, in_context, text_key
 from mindscape.memory.ranking import BM25Index
 from mindscape.memory.store import LayerView, MemoryStore
 from mindscape.memory.types import LAYERS, Layer
+
+DOC_CONTEXTS = ("plain", "prefixed", "max")
+"""How a chunk's dense score uses its document's context: ``plain`` its own vector only,
+``prefixed`` its vector in context only, ``max`` the higher cosine of the two."""
+DOC_CONTEXT = "max"
+"""The default (chosen on the FairytaleQA dev split, docs/retrieval.md)."""
 
 
 class Scope:
     """Everything derived from the store for one set of documents; built once, reused per query."""
 
-    def __init__(self, store: MemoryStore, doc_ids: frozenset[str] | None) -> None:
+    def __init__(
+        self, store: MemoryStore, doc_ids: frozenset[str] | None, emb_id: str | None = None
+    ) -> None:
+        """`emb_id`: the embedder the queries are embedded with (default: the store's
+        record); the chunks' context vectors are read from the cache under its id."""
         self.doc_ids = doc_ids
+        self._store = store
+        self._emb_id = emb_id
         wanted = set(doc_ids) if doc_ids is not None else None
         self.sources = {layer: store.view(layer) for layer in LAYERS}
         self.views: dict[Layer, LayerView] = {
@@ -49,10 +70,36 @@ class Scope:
         self._unit_chunks: dict[Layer, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._bm25: BM25Index | None = None
         self._bm25_cache: LRUCache[str, np.ndarray] = LRUCache(maxsize=32)
+        self._context_vecs: np.ndarray | None = None
+        self.n_in_context = 0
+        """Chunks that have a vector in context (known once :meth:`context_vecs` ran)."""
 
     def fresh(self, store: MemoryStore) -> bool:
         """True while the store still serves the views this scope was built from."""
         return all(store.view(layer) is self.sources[layer] for layer in LAYERS)
+
+    def context_vecs(self) -> np.ndarray:
+        """Per chunk row, its vector in its document's context; its plain vector where the
+        store's cache has none (read from the cache on first use)."""
+        if self._context_vecs is None:
+            self._context_vecs, self.n_in_context = _context_vecs(
+                self._store, self.chunks, self.chunk_vecs, self._emb_id
+            )
+        return self._context_vecs
+
+    def chunk_dense(self, qvec: np.ndarray, doc_context: str = DOC_CONTEXT) -> np.ndarray:
+        """The dense score of every chunk for a unit query vector (float64): the cosine to
+        its plain vector, to its vector in context, or the higher of the two
+        (`doc_context`, one of :data:`DOC_CONTEXTS`)."""
+        if doc_context not in DOC_CONTEXTS:
+            raise ValueError(f"unknown doc_context {doc_context!r}; use one of {DOC_CONTEXTS}")
+        if not self.n_chunks:
+            return np.zeros(0)
+        plain = np.asarray(self.chunk_vecs @ qvec, dtype=np.float64)
+        if doc_context == "plain":
+            return plain
+        in_doc = np.asarray(self.context_vecs() @ qvec, dtype=np.float64)
+        return in_doc if doc_context == "prefixed" else np.maximum(plain, in_doc)
 
     def rows_of_chunks(self, chunk_ids: Iterable[str]) -> np.ndarray:
         """Row numbers (in this scope) of the chunks named, skipping those outside it."""
@@ -93,6 +140,29 @@ class Scope:
         uidx, ridx, counts = self.unit_chunks(layer)
         sums = np.bincount(uidx, weights=chunk_values[ridx], minlength=len(counts))
         return np.asarray(np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0))
+
+
+def _context_vecs(
+    store: MemoryStore, chunks: LayerView, plain: np.ndarray, emb_id: str | None
+) -> tuple[np.ndarray, int]:
+    """The chunks' vectors in context from the store's cache (the plain row where there is
+    none), and how many were found. A document's context is the one its manifest records
+    (``doc_context``, written by the indexer); a document without one has none."""
+    out = np.array(plain, dtype=np.float32, copy=True)
+    emb_id = emb_id or store.embedder()
+    if not len(chunks) or emb_id is None:
+        return out, 0
+    context = {d["doc_id"]: d["doc_context"] for d in store.cache.docs() if d.get("doc_context")}
+    keys: dict[int, str] = {
+        i: text_key(emb_id, in_context(context[u.doc_id], u.text))
+        for i, u in enumerate(chunks.units)
+        if u.doc_id in context
+    }
+    got = store.cache.get_arrays(EMB_NS, sorted(set(keys.values())), out.shape[1])
+    found = [(i, got[k][0]) for i, k in keys.items() if k in got]
+    for i, v in found:
+        out[i] = v
+    return out, len(found)
 
 
 def top_rows(scores: np.ndarray, n: int) -> np.ndarray:
