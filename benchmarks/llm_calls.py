@@ -63,7 +63,7 @@ def default_store(embedder: Any) -> tuple[Any, str, list[str]]:
     Indexer(store, embedder, progress=False).index(
         spec["doc_id"], (data / spec["file"]).read_text(), title=spec["title"]
     )
-    return store, spec["doc_id"], list(spec["questions"])
+    return store, spec["doc_id"], [q["question"] for q in spec["questions"]]
 
 
 def run_preset(

@@ -223,6 +223,19 @@ class Context:
             "comorag: 6000). Raise it for a large endpoint.",
         ),
     )
+    focus_tokens: int | None = field(
+        default=None,
+        metadata=_p(
+            600,
+            "An LLM answerer reads a focused set of at most this many tokens: the retrieved "
+            "chunks' best sentences with their neighbours, in story order; a refining round "
+            "reads a new set from its probes' evidence. 0 reads whole chunks packed into "
+            "llm_passage_tokens (600; comorag: 0).",
+        ),
+    )
+    focus_window: int = field(
+        default=2, metadata=_d("Focused reading: neighbouring sentences read either side.")
+    )
     refine_window: float = field(
         default=1.5,
         metadata=_d(

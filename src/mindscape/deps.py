@@ -139,6 +139,10 @@ class Deps:
             return "llm"
         return "extractive" if self.settings().backend == "extractive" else "llm"
 
+    def llm_answers(self, ctx: Context) -> bool:
+        """Whether an LLM plays the answer role of this run (it then reads a focused set)."""
+        return self.backend(ctx) == "llm" and (ctx.llm_roles is None or "answer" in ctx.llm_roles)
+
     def answers_locally(self, ctx: Context) -> bool:
         """Whether the local model plays the LLM roles of this run: the chat model is built
         from (or injected with) settings whose backend is ``local``."""

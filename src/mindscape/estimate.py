@@ -269,11 +269,21 @@ def _section_cost(
 
 
 def answer_round_tokens(
-    question: str, options: list[str] | None, passage_tokens: int, counter: TokenCounter
+    question: str,
+    options: list[str] | None,
+    passage_tokens: int,
+    counter: TokenCounter,
+    *,
+    plain: bool = False,
 ) -> int:
-    """Input tokens of one answer call: the fixed prompt, the question and its options, and
-    passages filling the run's passage budget."""
-    fixed = counter.count(answer_prompt.SYSTEM) + counter.count(answer_prompt.USER)
+    """Input tokens of one answer call: the fixed prompt (the plain one the local model gets,
+    or the JSON one), the question and its options, and passages filling the budget."""
+    system, user = (
+        (answer_prompt.PLAIN_SYSTEM, answer_prompt.PLAIN_USER + answer_prompt.PLAIN_OPEN)
+        if plain
+        else (answer_prompt.SYSTEM, answer_prompt.USER)
+    )
+    fixed = counter.count(system) + counter.count(user)
     asked = counter.count(question) + sum(counter.count(o) + 2 for o in options or [])
     return fixed + asked + passage_tokens
 
@@ -303,7 +313,7 @@ def eval_cost(
 ) -> tuple[Cost, Cost]:
     """The least and the most a preset's answers to `questions` cost: one round each, and
     every round the preset's round, call and token budgets allow. Each call is taken to read
-    about as much as one answer call (the passage budget sets both)."""
+    about as much as one answer call (the focused set, else the passage budget, sets both)."""
     from mindscape.context import Context
     from mindscape.reasoners.base import LLM_ROLES, LOCAL_LLM_ROLES
 
@@ -316,7 +326,8 @@ def eval_cost(
         cap = min(cap or ctx.local_max_tokens, ctx.local_max_tokens)
     least, most = Cost(), Cost()
     for question, options in questions:
-        one = answer_round_tokens(question, options, ctx.llm_passage_tokens or 1000, counter)
+        passages = ctx.focus_tokens or ctx.llm_passage_tokens or 1000  # focused reading first
+        one = answer_round_tokens(question, options, passages, counter, plain=local)
         calls, rounds = first, 1
         while rounds < (ctx.max_rounds or 1) and calls + later <= ctx.max_llm_calls:
             if cap and (calls + later) * (one + OUT_PER_CALL) > cap:

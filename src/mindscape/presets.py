@@ -179,6 +179,7 @@ PRESETS: dict[str, Preset] = {
                 "answer_with_evidence": True,
                 "max_tokens": 300_000,
                 "llm_passage_tokens": 6000,
+                "focus_tokens": 0,
             },
         ),
         Preset(

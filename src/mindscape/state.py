@@ -125,6 +125,8 @@ class Attempt(TypedDict):
     """offline | llm | llm->offline (the LLM's output was unusable)."""
     read: NotRequired[list[str]]
     """Unit ids of the passages the answerer read (after its own token budget)."""
+    passages: NotRequired[list[str]]
+    """The focused passages an LLM answerer read, word for word (empty without focus)."""
 
 
 class TraceStep(TypedDict):
@@ -146,6 +148,8 @@ class TraceStep(TypedDict):
     """LLM calls so far (cumulative)."""
     read: NotRequired[list[str]]
     """Unit ids of the passages this round's answer read."""
+    passages: NotRequired[list[str]]
+    """The focused passages this round's answer read, word for word (LLM answerers)."""
 
 
 # --------------------------------------------------------------------------- reducers

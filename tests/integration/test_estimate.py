@@ -161,7 +161,8 @@ def test_index_estimate_counts_only_the_parts_the_llm_writes(
 
 def _mini_bench(root: Path) -> Path:
     """A bench of one dataset, 'tale': the bundled story and the demo's questions (test)."""
-    questions = json.loads((STORY.parent / "demo.json").read_text())["questions"]
+    spec = json.loads((STORY.parent / "demo.json").read_text())["questions"]
+    questions = [q["question"] for q in spec]
     bench = root / "bench"
     (bench / "tale").mkdir(parents=True)
     splits = {"test": {"documents": 1, "questions": len(questions)}}

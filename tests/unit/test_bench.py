@@ -403,3 +403,19 @@ def test_a_store_indexed_by_an_llm_is_its_own_and_holds_its_summaries(tmp_path, 
     ]
     offline.close()
     llm_store.close()
+
+
+@needs_bench
+def test_a_sample_is_fixed_by_its_seed_and_kept_in_file_order() -> None:
+    everything = load_questions(REAL_BENCH, "fairytaleqa", split="dev")
+    one = load_questions(REAL_BENCH, "fairytaleqa", split="dev", sample=20, seed=3)
+    again = load_questions(REAL_BENCH, "fairytaleqa", split="dev", sample=20, seed=3)
+    other = load_questions(REAL_BENCH, "fairytaleqa", split="dev", sample=20, seed=4)
+    assert [q.qid for q in one] == [q.qid for q in again] and len(one) == 20
+    assert [q.qid for q in one] != [q.qid for q in other]
+    position = {q.qid: n for n, q in enumerate(everything)}
+    assert [position[q.qid] for q in one] == sorted(position[q.qid] for q in one)
+    assert len({q.doc_id for q in one}) > 3  # spread over the split, not its first story
+    assert len(load_questions(REAL_BENCH, "fairytaleqa", split="dev", sample=20, limit=5)) == 5
+    with pytest.raises(BenchError):
+        load_questions(REAL_BENCH, "fairytaleqa", split="dev", sample=-1)

@@ -73,7 +73,7 @@ def trace_step(
     hits: dict[str, int] = {}
     for g in state.get("round_hits") or []:
         hits[g["layer"]] = hits.get(g["layer"], 0) + len(g["items"])
-    return TraceStep(
+    step = TraceStep(
         round=state.get("rounds", 0),
         queries=list(dict.fromkeys(g["probe"] for g in state.get("round_hits") or [])),
         hits=hits,
@@ -87,6 +87,9 @@ def trace_step(
         llm_calls=calls,
         read=list(latest.get("read") or []) if latest else [],
     )
+    if latest and latest.get("passages"):
+        step["passages"] = list(latest["passages"])
+    return step
 
 
 def _quoted(attempt: Attempt | None) -> bool:

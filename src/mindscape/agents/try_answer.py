@@ -1,7 +1,9 @@
 """Node `try_answer`: Try-Answer over the passages, σ and the evidence memory.
 
 Reads: question, task, options, round_hits, retrieved, signature, evidence_memory, fused, update.
-Writes: attempts. The passages are this round's hits (veridical first); in a refining round,
+Writes: attempts. An LLM answerer reads a focused set (`focus_tokens`, see
+:mod:`mindscape.reasoners.focus`) chosen from this round's hits first, leaving out what earlier
+attempts read. Without focus, the passages are this round's hits (veridical first); in a refining round,
 the question's own round-1 hits first, then the round's new hits in a window grown by
 `refine_window`; then the best earlier evidence, packed into `answer_budget` tokens. σ and
 the memory are shown when `answer_with_signature` / `answer_with_evidence` are on. The
@@ -48,6 +50,23 @@ def select_passages(state: QAState, budget: int) -> list[EvidenceItem]:
     return pack_budget([*first, *current, *earlier], lambda i: int(i["tokens"]), budget)
 
 
+def focus_candidates(state: QAState, budget: int) -> list[EvidenceItem]:
+    """What focused reading chooses from: this round's hits (veridical first, then by score),
+    then the rest of the question's evidence by score, within `budget` tokens. Sentences an
+    earlier attempt read are left out by the reader, so a refining round reads its probes'
+    evidence first."""
+    current = sorted(
+        (i for g in state.get("round_hits") or [] for i in g["items"]),
+        key=lambda i: (layer_rank(i["layer"]), -i["score"]),
+    )
+    seen = {i["unit_id"] for i in current}
+    rest = sorted(
+        (i for i in state.get("retrieved") or [] if i["unit_id"] not in seen),
+        key=lambda i: -i["score"],
+    )
+    return pack_budget([*current, *rest], lambda i: int(i["tokens"]), budget)
+
+
 def answer_window(ctx: Context, round_: int) -> int | None:
     """The LLM prompt window of this round's answer: `llm_passage_tokens` in round 1, grown
     by `refine_window` in a refining round (round 1's passages plus the new ones)."""
@@ -83,15 +102,19 @@ def make_try_answer(deps: Deps) -> Node:
         ):
             emit(runtime, "answer", round=round_, deferred=True)
             return {}
+        focus = int(ctx.focus_tokens or 0) if deps.llm_answers(ctx) else 0
         req = AnswerRequest(
             question=state["question"],
             task=state.get("task") or "open",
             options=list(state.get("options") or []),
-            passages=select_passages(state, ctx.answer_budget),
+            passages=(focus_candidates if focus else select_passages)(state, ctx.answer_budget),
             signature=list(state.get("signature") or []) if ctx.answer_with_signature else [],
             notes=visible_notes(state, ctx.encode == "notes") if ctx.answer_with_evidence else [],
             fused=(state.get("fused") or "") if ctx.answer_with_evidence else "",
             passage_tokens=answer_window(ctx, round_),
+            focus_tokens=focus,
+            focus_window=ctx.focus_window,
+            seen=[t for a in state.get("attempts") or [] for t in a.get("passages") or []],
         )
         usage = Usage()
         attempt: Attempt = deps.reasoner(ctx).answer(req, usage=usage)

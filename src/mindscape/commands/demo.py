@@ -1,14 +1,16 @@
 """`mindscape demo`: index the bundled story offline and answer a few questions about it.
 
 Answers come from the local model when it is installed (``make demo`` installs it), else
-from the extractive reasoner; every answer shows its evidence, LLM calls, input tokens and
-seconds.
+from the extractive reasoner; every answer shows the reference answer, whether it is right,
+its evidence, LLM calls, input tokens and seconds. An answer counts as right when it names
+one of the reference's key words (``accept`` in ``data/demo.json``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 from importlib import resources
 
@@ -50,6 +52,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
 
 
+def is_right(answer: str, accept: list[str]) -> bool:
+    """Whether ``answer`` names one of the reference's key words (word starts, any case)."""
+    low = answer.lower()
+    return any(re.search(rf"\b{re.escape(word.lower())}", low) for word in accept)
+
+
 def run(args: argparse.Namespace) -> int:
     """Index the story (cached after the first run), print the store, then answer the questions."""
     from mindscape.commands.ask import result_json
@@ -79,8 +87,9 @@ def run(args: argparse.Namespace) -> int:
             f"answering with: {settings.backend}"
             + (f" ({settings.model_name()})" if settings.backend != "extractive" else "")
         )
-    total = 0.0
-    for question in spec["questions"]:
+    total, right, tokens = 0.0, 0, 0
+    for item in spec["questions"]:
+        question = item["question"]
         t0 = time.perf_counter()
         out = answer_question(
             {"question": question, "doc_id": spec["doc_id"]},
@@ -89,19 +98,26 @@ def run(args: argparse.Namespace) -> int:
             deps=deps,
         )
         seconds = time.perf_counter() - t0
-        total += seconds
+        ok = is_right(out["answer"], item["accept"])
+        total, right, tokens = total + seconds, right + ok, tokens + out.get("tokens_in", 0)
         if args.json:
-            print(json.dumps({"question": question, **result_json(out), "seconds": seconds}))
+            row = {"question": question, **result_json(out), "seconds": seconds}
+            print(json.dumps({**row, "reference": item["reference"], "right": ok}))
             continue
         print(f"\nQ: {question}")
+        print(f"A: {out['answer']}   [{'right' if ok else 'wrong'}]")
+        print(f"   reference: {item['reference']}")
         print(
-            f"A: {out['answer']}   (rounds {out['rounds']}, confidence {out.get('confidence', 0):.2f}, "
-            f"LLM calls {out['llm_calls']}, input tokens {out.get('tokens_in', 0)}, {seconds:.1f}s)"
+            f"   rounds {out['rounds']}, confidence {out.get('confidence', 0):.2f}, "
+            f"LLM calls {out['llm_calls']}, input tokens {out.get('tokens_in', 0)}, {seconds:.1f}s"
         )
-        for item in (out.get("evidence") or [])[: args.top]:
-            passage = " ".join(item["text"].split())
-            print(f"   [{item['layer']} {', '.join(item['chunk_ids'][:3])}] {passage[:200]}")
+        for ev in (out.get("evidence") or [])[: args.top]:
+            passage = " ".join(ev["text"].split())
+            print(f"   [{ev['layer']} {', '.join(ev['chunk_ids'][:3])}] {passage[:200]}")
     if not args.json:
         n = len(spec["questions"])
-        print(f"\n{n} questions in {total:.0f}s ({total / n:.1f}s per question)")
+        print(
+            f"\n{right} of {n} right; {total:.0f}s ({total / n:.1f}s per question), "
+            f"{tokens / n:.0f} input tokens per question"
+        )
     return 0

@@ -58,6 +58,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         help="each document's first K questions only, so --limit spreads over several books "
         "(keep K even for nocha_sample's claim pairs)",
     )
+    p.add_argument(
+        "--sample",
+        type=int,
+        default=None,
+        help="a random sample of N questions, fixed by --seed, kept in file order",
+    )
+    p.add_argument("--seed", type=int, default=0, help="the --sample seed (default %(default)s)")
     p.add_argument("--out", default=None, help="output directory (default runs/eval/DATASET-SPLIT)")
     p.add_argument(
         "--stores",
@@ -161,6 +168,8 @@ def _eval_settings(
         stores=Path(args.stores),
         limit=args.limit,
         per_doc=args.per_doc,
+        sample=args.sample,
+        seed=args.seed,
         concurrency=args.concurrency,
         pooled=args.pooled,
         progress=not args.quiet,
@@ -188,7 +197,15 @@ def _estimate(args: argparse.Namespace, presets: list[str], backend: str) -> int
     from mindscape.estimate import Cost, eval_cost
     from mindscape.eval.bench import load_questions
 
-    qs = load_questions(args.bench, args.dataset, args.split, args.limit, per_doc=args.per_doc)
+    qs = load_questions(
+        args.bench,
+        args.dataset,
+        args.split,
+        args.limit,
+        per_doc=args.per_doc,
+        sample=args.sample,
+        seed=args.seed,
+    )
     asked = [(q.question, q.options) for q in qs]
     rows: dict[str, dict[str, list[float]]] = {}
     for preset in presets:

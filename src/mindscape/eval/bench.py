@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -271,13 +272,22 @@ def load_questions(
     limit: int | None = None,
     doc_ids: Iterable[str] | None = None,
     per_doc: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
 ) -> list[BenchQuestion]:
     """Load the questions of a dataset in file order, optionally by split and/or doc ids.
 
     `per_doc` keeps each document's first that many questions, so that a `limit` spreads over
     several books rather than taking the first book's; `limit` then keeps at most that many
-    questions (after filtering).
+    questions (after filtering). `sample` keeps a random sample of that many of the filtered
+    questions, fixed by `seed` and kept in file order (before `limit`).
     """
+    if sample is not None:
+        if sample < 0:
+            raise BenchError(f"sample must be >= 0, got {sample}")
+        pool = load_questions(bench_dir, dataset, split, None, doc_ids, per_doc)
+        rows = sorted(random.Random(seed).sample(range(len(pool)), min(sample, len(pool))))
+        return [pool[i] for i in rows][:limit]
     path = _dataset_file(resolve_bench_dir(bench_dir), dataset, split, "questions.jsonl")
     for name, value in (("limit", limit), ("per_doc", per_doc)):
         if value is not None and value < 0:

@@ -48,6 +48,9 @@ class EvalSettings:
     limit: int | None = None
     per_doc: int | None = None
     """At most this many questions per document (before `limit`)."""
+    sample: int | None = None
+    """A random sample of this many questions, fixed by `seed` (before `limit`)."""
+    seed: int = 0
     concurrency: int = 1
     pooled: bool = False
     progress: bool = True
@@ -142,6 +145,8 @@ def split_questions(settings: EvalSettings) -> list[BenchQuestion]:
         settings.split,
         limit=settings.limit,
         per_doc=settings.per_doc,
+        sample=settings.sample,
+        seed=settings.seed,
     )
 
 
@@ -258,6 +263,8 @@ def _settings_dict(s: EvalSettings) -> dict[str, Any]:
         "presets": s.presets,
         "limit": s.limit,
         "per_doc": s.per_doc,
+        "sample": s.sample,
+        "seed": s.seed,
         "concurrency": s.concurrency,
         "pooled": s.pooled,
         **{k: v for k, v in s.extra.items() if k != "command"},

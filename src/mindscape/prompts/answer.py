@@ -59,3 +59,33 @@ story. Answer "TRUE" or "FALSE" only. A statement is FALSE if any part of it con
 story."""
 
 OPTION = """{letter}. {text}"""
+
+# ---- the plain prompt: a small local model reads one focused passage and replies in words.
+# Measured with the 1.5B model: 7 of 9 Cinderella questions right from a 330-600-token passage
+# with this kind of prompt, 0 of 4 from 1.2-3K tokens of chunks under the JSON prompt above.
+
+PLAIN_SYSTEM = (
+    "You answer questions about a story using only the passage you are given."
+) + DATA_RULE
+
+PLAIN_USER = """Passage from the story:
+<passages>
+{passages}
+</passages>
+
+Question: {question}
+{options_block}{rules}"""
+
+NOT_STATED = "not stated"
+"""A reply that says the passage does not answer (the model volunteers such replies; asked
+for one, the 1.5B model gave it to 6 of 16 FairytaleQA dev questions, most of them answerable
+from what it read, so the prompt does not offer it: the grounding checks judge the answer)."""
+
+PLAIN_OPEN = "Use only the passage. Reply with a short answer of a few words."
+
+PLAIN_CHOICE = "Use only the passage. Reply with the letter of the best option only."
+
+PLAIN_CLAIM = (
+    "Use only the passage. Reply TRUE if the statement is true of the story, FALSE if any "
+    "part of it is false."
+)

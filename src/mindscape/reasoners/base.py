@@ -54,6 +54,13 @@ class AnswerRequest:
     fused: str = ""
     passage_tokens: int | None = None
     """This attempt's prompt window for passages, σ and memory; None: the reasoner's own."""
+    focus_tokens: int = 0
+    """An LLM answerer reads a focused set of at most this many tokens built from the
+    passages' sentences (:mod:`mindscape.reasoners.focus`); 0 reads whole passages."""
+    focus_window: int = 2
+    """Neighbouring sentences read either side of a chosen one."""
+    seen: list[str] = field(default_factory=list)
+    """Texts earlier attempts of the question read (a refining round reads new ones)."""
 
 
 @dataclass

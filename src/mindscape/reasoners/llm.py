@@ -10,6 +10,7 @@ is marked ``llm->offline``: a weak local model degrades the answer, never the ru
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -20,12 +21,13 @@ from mindscape import prompts
 from mindscape.answers import LETTERS, parse_choice, parse_claim
 from mindscape.llm import LLM, LLMOutputError, LLMSettings, TextCache, Usage, approx_tokens
 from mindscape.llm.client import is_request_error
+from mindscape.memory.sentence_split import split_sentences
 from mindscape.prompts import answer as answer_prompt
 from mindscape.prompts import encode as encode_prompt
 from mindscape.prompts import fuse as fuse_prompt
 from mindscape.prompts import probe as probe_prompt
 from mindscape.prompts import update as update_prompt
-from mindscape.reasoners import grounding
+from mindscape.reasoners import focus, grounding
 from mindscape.reasoners.base import (
     LLM_ROLES,
     AnswerRequest,
@@ -38,11 +40,15 @@ from mindscape.reasoners.base import (
 )
 from mindscape.reasoners.offline import OfflineReasoner
 from mindscape.state import Attempt, EvidenceItem, EvidenceNote, SignatureItem, norm_probe
+from mindscape.tokens import default_counter
 
 logger = logging.getLogger(__name__)
 
 FUSE_MAX_WORDS = 200
 NONE_TEXT = "(none)"
+NOT_STATED = answer_prompt.NOT_STATED
+PLAIN_MAX_TOKENS = 48
+"""Output cap of a plain answer: a few words (a small model may otherwise explain at length)."""
 
 MAX_OUTPUT_TOKENS = {"answer": 200, "probe": 200, "encode": 500, "fuse": 350, "update": 500}
 """Output cap per role, in tokens: each role writes only what it needs."""
@@ -224,6 +230,60 @@ def format_attempt(attempt: Attempt | None) -> str:
     )
 
 
+def _rules(task: str) -> str:
+    """The JSON prompt's task rules."""
+    return {
+        "multiple-choice": answer_prompt.CHOICE_RULES,
+        "claim": answer_prompt.CLAIM_RULES,
+    }.get(task, answer_prompt.OPEN_RULES)
+
+
+def _options_block(req: AnswerRequest) -> str:
+    """The lettered options of a multiple-choice question ("" otherwise)."""
+    if req.task != "multiple-choice" or not req.options:
+        return ""
+    lines = [
+        prompts.render(answer_prompt.OPTION, letter=LETTERS[i], text=prompts.as_data(o))
+        for i, o in enumerate(req.options)
+    ]
+    return "Options:\n" + "\n".join(lines) + "\n"
+
+
+def focus_query(req: AnswerRequest) -> str:
+    """What the focused set is chosen for: the question, with the options of a multiple-choice
+    question (its question alone is often vague: "Why did the author ...?")."""
+    if req.task == "multiple-choice" and req.options:
+        return " ".join([req.question, *req.options])
+    return req.question
+
+
+_REFUSALS = (NOT_STATED, "not mentioned", "does not say", "does not mention", "does not state")
+_LEAD = re.compile(r"^\s*(?:the\s+)?answer\s*(?:is)?\s*[:\-]\s*", re.IGNORECASE)
+
+
+def parse_plain(reply: str) -> tuple[str, bool]:
+    """A plain reply as ``(answer, stated)``: its first non-empty line without an "Answer:"
+    lead, quotes or a closing full stop; ``stated`` is False for a "not stated" reply."""
+    line = next((ln for ln in reply.splitlines() if ln.strip()), "")
+    answer = _LEAD.sub("", line).strip().strip("\"'`*").rstrip(".").strip()
+    low = answer.lower()
+    stated = bool(answer) and not any(r in low for r in _REFUSALS)
+    return answer, stated
+
+
+def supporting_sentence(target: str, passages: list[EvidenceItem]) -> str:
+    """The sentence of the passages that best carries ``target``'s content words ("" when
+    none carries any): the quote the grounding checks tie a plain answer to."""
+    best, best_share = "", 0.0
+    for p in passages:
+        text = p["text"]
+        for a, b in split_sentences(text):
+            share = grounding.answer_support(target, text[a:b], [])
+            if share > best_share:
+                best, best_share = text[a:b], share
+    return best
+
+
 # --------------------------------------------------------------------------- the reasoner
 
 
@@ -354,20 +414,10 @@ class LLMReasoner:
     def answer(self, req: AnswerRequest, *, usage: Usage) -> Attempt:
         if "answer" not in self.roles:
             return self.fallback.answer(req, usage=usage)
-        rules = {
-            "multiple-choice": answer_prompt.CHOICE_RULES,
-            "claim": answer_prompt.CLAIM_RULES,
-        }.get(req.task, answer_prompt.OPEN_RULES)
-        options_block = ""
-        if req.task == "multiple-choice" and req.options:
-            options_block = (
-                "Options:\n"
-                + "\n".join(
-                    prompts.render(answer_prompt.OPTION, letter=LETTERS[i], text=prompts.as_data(o))
-                    for i, o in enumerate(req.options)
-                )
-                + "\n"
-            )
+        focused = self._focus(req) if req.focus_tokens else []
+        if self.settings.backend == "local":  # a small model: one focused passage, plain words
+            shown = focused or in_order(req.passages, max(200, req.focus_tokens or 600))
+            return self.plain_answer(req, shown, usage)
         signature_block = (
             prompts.render(
                 answer_prompt.SIGNATURE_BLOCK,
@@ -387,7 +437,7 @@ class LLMReasoner:
         # the passage budget covers everything read: σ and memory a quarter each at most, so
         # passages keep at least half of it; a refining round may widen the window
         window = req.passage_tokens or self.passage_tokens
-        shown = in_order(
+        shown = focused or in_order(
             req.passages, max(200, window - approx_tokens(signature_block + memory_block))
         )
         prompt = prompts.render(
@@ -395,9 +445,9 @@ class LLMReasoner:
             signature_block=signature_block,
             memory_block=memory_block,
             passages=format_passages(shown),
-            task_rules=rules,
+            task_rules=_rules(req.task),
             question=req.question,
-            options_block=options_block,
+            options_block=_options_block(req),
         )
         try:
             out: AnswerOut = self._json(usage, prompt, answer_prompt.SYSTEM, AnswerOut, "answer")
@@ -405,7 +455,59 @@ class LLMReasoner:
             logger.warning("answer: unusable model output; answering extractively")
             attempt = self.fallback.answer(req, usage=usage)
             return Attempt(**{**attempt, "reasoner": "llm->offline"})
-        return self._attempt(req.question, req.task, req.options, shown, out)
+        attempt = self._attempt(req.question, req.task, req.options, shown, out)
+        if focused:
+            attempt["passages"] = [p["text"] for p in focused]
+        return attempt
+
+    def _focus(self, req: AnswerRequest) -> list[EvidenceItem]:
+        """The focused passage set for this attempt (see :mod:`mindscape.reasoners.focus`)."""
+        vectors = self.fallback.vectors
+        store = vectors.store
+        hits = [p for p in req.passages if p["layer"] == "veridical"]
+        vectors.prefetch(hits)
+
+        def cosines(query: str, texts: list[str]) -> Any:
+            return vectors.texts(texts) @ vectors.query(query)
+
+        return focus.focus(
+            focus_query(req),
+            hits,
+            budget=req.focus_tokens,
+            window=req.focus_window,
+            chunks=focus.ViewChunks(store.view("veridical")) if store is not None else None,
+            embed=cosines,
+            count=default_counter().count,
+            seen=req.seen,
+        )
+
+    def plain_answer(self, req: AnswerRequest, shown: list[EvidenceItem], usage: Usage) -> Attempt:
+        """Ask in plain words (no JSON) and ground the reply against the passages read."""
+        rules = {
+            "multiple-choice": answer_prompt.PLAIN_CHOICE,
+            "claim": answer_prompt.PLAIN_CLAIM,
+        }.get(req.task, answer_prompt.PLAIN_OPEN)
+        prompt = prompts.render(
+            answer_prompt.PLAIN_USER,
+            passages="\n\n".join(prompts.as_data(p["text"]) for p in shown) or NONE_TEXT,
+            question=req.question,
+            options_block=_options_block(req),
+            rules=rules,
+        )
+        reply = self._llm(usage).complete(
+            prompt, system=answer_prompt.PLAIN_SYSTEM, role="answer", max_tokens=PLAIN_MAX_TOKENS
+        )
+        answer, stated = parse_plain(reply)
+        target = answer
+        if req.task == "multiple-choice" and req.options:
+            choice = parse_choice(answer, req.options)
+            target = req.options[choice] if choice is not None else answer
+        elif req.task == "claim":
+            target = req.question
+        out = AnswerOut(quote=supporting_sentence(target, shown), answer=answer, sufficient=stated)
+        attempt = self._attempt(req.question, req.task, req.options, shown, out)
+        attempt["passages"] = [p["text"] for p in shown]
+        return attempt
 
     def _attempt(
         self,

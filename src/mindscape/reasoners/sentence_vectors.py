@@ -133,7 +133,7 @@ class SentenceVectors:
     # ---- evidence sentences
     def of_items(self, items: list[EvidenceItem]) -> tuple[list[Sentence], np.ndarray]:
         """Every sentence of the items (deduplicated by text) and its unit vector."""
-        self._prefetch(items)
+        self.prefetch(items)
         sents: list[Sentence] = []
         seen: set[str] = set()
         for n, item in enumerate(items):
@@ -148,7 +148,7 @@ class SentenceVectors:
             return [], np.zeros((0, self.dim), np.float32)
         return sents, self.texts([s.text for s in sents])
 
-    def _prefetch(self, items: list[EvidenceItem]) -> None:
+    def prefetch(self, items: list[EvidenceItem]) -> None:
         """Put cached sentence vectors of the items' chunks into the memo."""
         if self.store is None:
             return

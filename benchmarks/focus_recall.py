@@ -1,0 +1,144 @@
+"""Does the focused set hold the answer? A model-free check of what an LLM answerer reads.
+
+    python benchmarks/focus_recall.py --bench ../shared/bench --dataset fairytaleqa \
+        --split dev --sample 200 --seed 7 --variants "naive" "naive:focus_tokens=0;llm_passage_tokens=600"
+
+Every question runs through the real graph, retriever and focused reader with a stand-in
+local model that answers "not stated", so each variant's first-round reading is recorded
+(the trace's ``passages``, or the chunks its ``read`` names when focus is off). Per variant
+the script prints the share of questions whose reading holds a reference answer (at least
+60% of its content words, as in failure_analysis.py), with a 95% bootstrap interval, and the
+tokens read. Tune on dev only.
+
+A variant is a preset with optional Context fields: ``preset:field=value;field=value``
+(values parsed as JSON, else kept as text). The last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from answer_evidence import parse_variant
+from common import log
+from failure_analysis import evidence_units, store_at
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from mindscape.deps import Deps
+from mindscape.eval.bench import system_view
+from mindscape.eval.metrics import bootstrap_ci, token_f1
+from mindscape.eval.runner import EvalSettings, prepare, store_dir
+from mindscape.graphs.qa import answer_question
+from mindscape.llm import LLMSettings
+from mindscape.reasoners.text import content_words
+from mindscape.tokens import default_counter
+
+
+class NotStatedChat(BaseChatModel):
+    """Replies "not stated" to every prompt (the plain prompt's no-evidence reply)."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "not-stated"
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content="not stated"))])
+
+
+def holds_answer(text: str, answers: list[str]) -> bool:
+    """Whether ``text`` holds at least 60% of some answer's content words."""
+    have = content_words(text)
+    return any((w := content_words(a)) and len(w & have) >= 0.6 * len(w) for a in answers)
+
+
+def first_reading(out: dict[str, Any], store: Any) -> str:
+    """The text the first answer attempt read."""
+    step = (out.get("trace") or [{}])[0]
+    if step.get("passages"):
+        return " ".join(step["passages"])
+    return " ".join(u.text for u in evidence_units(store, step.get("read") or []))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--bench", default="../shared/bench")
+    ap.add_argument("--dataset", default="fairytaleqa")
+    ap.add_argument("--split", default="dev")
+    ap.add_argument("--sample", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--stores", default=".mindscape/bench-stores")
+    ap.add_argument("--variants", nargs="+", default=["naive", "mindscape"])
+    ap.add_argument(
+        "--answer",
+        action="store_true",
+        help="answer with the local model too (full loop) and report token F1",
+    )
+    args = ap.parse_args()
+    settings = EvalSettings(
+        bench=Path(args.bench),
+        dataset=args.dataset,
+        split=args.split,
+        presets=[],
+        out=Path("/dev/null"),
+        stores=Path(args.stores),
+        sample=args.sample,
+        seed=args.seed,
+        progress=False,
+    )
+    questions, _ = prepare(settings)
+    questions = [q for q in questions if q.task == "open_qa"]
+    deps = (
+        Deps(llm_settings=LLMSettings(backend="local"))
+        if args.answer
+        else Deps(chat=NotStatedChat(), llm_settings=LLMSettings(backend="local"))
+    )
+    rounds = {} if args.answer else {"max_rounds": 1}
+    count = default_counter().count
+    stores: dict[str, Any] = {}
+    summary: dict[str, Any] = {"dataset": args.dataset, "split": args.split, "n": len(questions)}
+    print(f"{'variant':60} {'holds':>6} {'95% CI':>15} {'tokens':>7} {'F1':>6} {'in/q':>6}")
+    for variant in args.variants:
+        preset, fields = parse_variant(variant)
+        held, tokens, f1, tokens_in = [], [], [], []
+        for q in questions:
+            path = store_dir(settings, q.doc_id)
+            if str(path) not in stores:
+                stores[str(path)] = store_at(str(path))[0]
+            store = stores[str(path)]
+            out = answer_question(
+                system_view(q), preset=preset, store=str(path), deps=deps, **rounds, **fields
+            )
+            f1.append(token_f1(out.get("answer", ""), q.answers))
+            tokens_in.append(out.get("tokens_in", 0))
+            if args.answer:
+                log(f"{q.qid}: {out.get('answer')!r} vs {q.answers[0]!r} f1={f1[-1]:.2f}")
+            text = first_reading(out, store)
+            held.append(float(holds_answer(text, q.answers)))
+            tokens.append(count(text))
+        ci = bootstrap_ci(held)
+        row = {
+            "holds": sum(held) / len(held),
+            "ci": ci,
+            "tokens": sum(tokens) / len(tokens),
+            "f1": bootstrap_ci(f1),
+            "tokens_in": sum(tokens_in) / len(tokens_in),
+        }
+        summary[variant] = row
+        log(f"done {variant}")
+        print(
+            f"{variant:60} {row['holds']:6.3f} [{ci[1]:.3f}, {ci[2]:.3f}] {row['tokens']:7.0f} "
+            f"{row['f1'][0]:6.3f} {row['tokens_in']:6.0f}"
+        )
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

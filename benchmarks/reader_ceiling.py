@@ -1,0 +1,154 @@
+"""The reader's ceiling: the local model given the gold evidence, against the pipeline.
+
+    python benchmarks/reader_ceiling.py --bench ../shared/bench --dataset fairytaleqa \
+        --split test --sample 60 --seed 24 --out docs/results/local/fairytaleqa-test-sample60
+
+answers the same fixed random sample of questions that
+
+    mindscape eval --bench ../shared/bench --dataset fairytaleqa --split test --sample 60 \
+        --seed 24 --preset naive,mindscape --llm local --out docs/results/local/fairytaleqa-test-sample60
+
+answered, with the same reader and the same plain prompt, but reading the question's gold
+evidence (FairytaleQA's annotated sections) instead of what retrieval found. Its answers go to
+``OUT/ceiling.jsonl`` (a rerun skips what is done). Then it prints, per preset of
+``OUT/results.jsonl`` and for the ceiling: token F1 with a 95% bootstrap interval, the share
+of the ceiling, LLM calls, input tokens per question (median and mean) and seconds. The last
+line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from common import log
+
+from mindscape.eval.bench import load_questions
+from mindscape.eval.metrics import bootstrap_ci, token_f1
+from mindscape.eval.runner import read_records
+from mindscape.llm import LLMSettings, Usage
+from mindscape.reasoners.base import AnswerRequest
+from mindscape.state import EvidenceItem
+
+
+def gold_passages(q: Any) -> list[EvidenceItem]:
+    """The question's gold evidence as evidence items, in story order."""
+    spans = sorted(q.evidence or [], key=lambda e: e["char_start"])
+    return [
+        EvidenceItem(
+            unit_id=f"{q.doc_id}:gold{n}",
+            layer="veridical",
+            doc_id=q.doc_id,
+            chunk_ids=[],
+            text=e["text"],
+            score=1.0,
+            score_query=0.0,
+            score_signature=0.0,
+            tokens=0,
+            round=1,
+            probe=q.question,
+        )
+        for n, e in enumerate(spans)
+    ]
+
+
+def reader() -> Any:
+    """The local model as the plain-prompt answerer."""
+    from mindscape.deps import Deps
+    from mindscape.embeddings import load_embedder
+    from mindscape.reasoners.llm import LLMReasoner
+    from mindscape.reasoners.offline import OfflineReasoner
+    from mindscape.reasoners.sentence_vectors import SentenceVectors
+
+    deps = Deps(llm_settings=LLMSettings(backend="local"))
+    fallback = OfflineReasoner(SentenceVectors(load_embedder()))
+    return LLMReasoner(deps.get_chat(), fallback, settings=deps.settings(), roles=["answer"])
+
+
+def run_ceiling(questions: list[Any], path: Path) -> None:
+    """Answer each question from its gold evidence, appending to `path` (resumable)."""
+    done = {r["qid"] for r in read_records(path)} if path.exists() else set()
+    todo = [q for q in questions if q.qid not in done and q.evidence]
+    if not todo:
+        return
+    model = reader()
+    for n, q in enumerate(todo, 1):
+        usage, t0 = Usage(), time.perf_counter()
+        passages = gold_passages(q)
+        attempt = model.plain_answer(AnswerRequest(q.question, "open"), passages, usage)
+        rec = {
+            "preset": "ceiling",
+            "qid": q.qid,
+            "answer": attempt["answer"],
+            "metrics": {"f1": token_f1(attempt["answer"], q.answers)},
+            "llm_calls": usage.calls,
+            "tokens_in": usage.tokens_in,
+            "latency_s": round(time.perf_counter() - t0, 3),
+        }
+        with path.open("a") as f:
+            f.write(json.dumps(rec) + "\n")
+        log(f"ceiling {n}/{len(todo)} {q.qid}: {rec['answer']!r} f1={rec['metrics']['f1']:.2f}")
+
+
+def summarise(records: list[dict[str, Any]], wanted: set[str]) -> dict[str, dict[str, Any]]:
+    """Per preset: F1 with its interval, calls, input tokens and seconds per question."""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        if r["qid"] in wanted:
+            by.setdefault(r["preset"], []).append(r)
+    out = {}
+    for preset, rows in by.items():
+        f1 = bootstrap_ci([float(r["metrics"]["f1"]) for r in rows])
+        tokens = [int(r.get("tokens_in", 0)) for r in rows]
+        out[preset] = {
+            "n": len(rows),
+            "f1": f1,
+            "llm_calls": statistics.mean(r.get("llm_calls", 0) for r in rows),
+            "tokens_in_p50": statistics.median(tokens),
+            "tokens_in_mean": statistics.mean(tokens),
+            "seconds_p50": statistics.median(float(r.get("latency_s", 0)) for r in rows),
+        }
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--bench", default="../shared/bench")
+    ap.add_argument("--dataset", default="fairytaleqa")
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--sample", type=int, default=60)
+    ap.add_argument("--seed", type=int, default=24)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--report-only", action="store_true", help="answer nothing, only report")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    qs = load_questions(args.bench, args.dataset, args.split, sample=args.sample, seed=args.seed)
+    if not args.report_only:
+        run_ceiling(qs, out / "ceiling.jsonl")
+    records = [*read_records(out / "results.jsonl")] if (out / "results.jsonl").exists() else []
+    records += [*read_records(out / "ceiling.jsonl")] if (out / "ceiling.jsonl").exists() else []
+    table = summarise(records, {q.qid for q in qs})
+    ceiling = table.get("ceiling", {}).get("f1", [0.0])[0]
+    print(f"{'reader':10} {'n':>3} {'F1':>6} {'95% CI':>15} {'/ceil':>6} {'calls':>5} "
+          f"{'in p50':>7} {'in mean':>7} {'s p50':>6}")  # fmt: skip
+    for name, row in table.items():
+        f1 = row["f1"]
+        share = f1[0] / ceiling if ceiling else float("nan")
+        row["share_of_ceiling"] = share
+        print(
+            f"{name:10} {row['n']:3d} {f1[0]:6.3f} [{f1[1]:.3f}, {f1[2]:.3f}] {share:6.2f} "
+            f"{row['llm_calls']:5.2f} {row['tokens_in_p50']:7.0f} {row['tokens_in_mean']:7.0f} "
+            f"{row['seconds_p50']:6.1f}"
+        )
+    print(json.dumps({"dataset": args.dataset, "split": args.split, "seed": args.seed, **table}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+"""Focused reading (reasoners/focus.py) and the plain local-model answer (reasoners/llm.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from mindscape.llm import LLMSettings, Usage
+from mindscape.reasoners.base import AnswerRequest
+from mindscape.reasoners.focus import ViewChunks, focus
+from mindscape.reasoners.llm import LLMReasoner, parse_plain, supporting_sentence
+from mindscape.reasoners.offline import OfflineReasoner
+from mindscape.reasoners.sentence_vectors import SentenceVectors
+from tests.fakes import HashingEmbedder, ScriptedChatModel
+
+STORY = (
+    "A rich man's wife fell sick. She called her daughter to her bed. "
+    "She said, be good and pious, and God will protect you. "
+    "Then she closed her eyes and died. The girl went to the grave every day. "
+    "In winter the snow covered the grave. In spring the man took another wife. "
+    "The new wife had two daughters. They were fair of face but black of heart. "
+    "They took the girl's dresses away. She had to sleep in the ashes by the hearth. "
+    "So they called her Cinderella. One day the father went to the fair. "
+    "He brought a hazel twig for Cinderella. She planted it on the grave. "
+    "It grew into a fine tree. A white bird sat in the tree and granted wishes."
+)
+
+
+def chunk_units(text: str, per: int = 3) -> list[SimpleNamespace]:
+    """The story cut into chunks of `per` sentences, with their character spans."""
+    from mindscape.memory.sentence_split import split_sentences
+
+    spans = split_sentences(text)
+    out = []
+    for n in range(0, len(spans), per):
+        start, end = spans[n][0], spans[min(n + per, len(spans)) - 1][1]
+        out.append(
+            SimpleNamespace(
+                id=f"tale:c{n // per}",
+                doc_id="tale",
+                text=text[start:end],
+                order=n // per,
+                meta={"char_start": start},
+            )
+        )
+    return out
+
+
+def as_hits(units: list[SimpleNamespace], order: list[int]) -> list[dict]:
+    return [
+        {
+            "unit_id": units[i].id,
+            "layer": "veridical",
+            "doc_id": "tale",
+            "chunk_ids": [units[i].id],
+            "text": units[i].text,
+            "score": 1.0 - r / 10,
+            "score_query": 0.0,
+            "score_signature": 0.0,
+            "tokens": len(units[i].text.split()),
+            "round": 1,
+            "probe": "q",
+        }
+        for r, i in enumerate(order)
+    ]
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def view(units: list[SimpleNamespace]) -> ViewChunks:
+    return ViewChunks(SimpleNamespace(units=units, row_of={u.id: n for n, u in enumerate(units)}))
+
+
+def test_focus_reads_the_best_sentence_with_its_neighbours_across_chunks() -> None:
+    units = chunk_units(STORY)
+    # the answering chunk (c1: "...be good and pious...") is retrieved, its neighbours are not
+    got = focus(
+        "What did the mother tell her daughter before she died?",
+        as_hits(units, [1]),
+        budget=60,
+        window=2,
+        chunks=view(units),
+        count=words,
+    )
+    text = " ".join(p["text"] for p in got)
+    assert "be good and pious" in text
+    # a neighbour from the chunk before (not retrieved) is read too: windows cross chunks
+    assert "called her daughter" in text
+    assert sum(words(p["text"]) + len(p["text"].split(".")) for p in got) <= 60 + 20
+    assert {c for p in got for c in p["chunk_ids"]} >= {"tale:c0", "tale:c1"}
+
+
+def test_focus_stays_in_budget_and_in_story_order() -> None:
+    units = chunk_units(STORY)
+    hits = as_hits(units, [4, 0, 2])  # retrieved out of story order
+    got = focus(
+        "Who planted the hazel twig on the grave?",
+        hits,
+        budget=40,
+        window=1,
+        chunks=view(units),
+        count=words,
+    )
+    assert got and sum(p["tokens"] for p in got) <= 40
+    starts = [STORY.index(p["text"].split(". ")[0]) for p in got]
+    assert starts == sorted(starts)  # story order, not retrieval order
+    assert any("hazel" in p["text"] for p in got)
+
+
+def test_focus_leaves_out_what_earlier_attempts_read() -> None:
+    units = chunk_units(STORY)
+    hits = as_hits(units, [1, 2])
+    first = focus(
+        "What covered the grave in winter?",
+        hits,
+        budget=30,
+        window=0,
+        chunks=view(units),
+        count=words,
+    )
+    again = focus(
+        "What covered the grave in winter?",
+        hits,
+        budget=30,
+        window=0,
+        chunks=view(units),
+        count=words,
+        seen=[p["text"] for p in first],
+    )
+    read = {s for p in first for s in p["text"].split(". ")}
+    assert again and not any(s in read for p in again for s in p["text"].split(". "))
+
+
+def test_focus_without_positions_reads_each_hit_alone() -> None:
+    units = chunk_units(STORY)
+    got = focus(
+        "What did the father bring?",
+        as_hits(units, [3]),
+        budget=200,
+        window=2,
+        chunks=None,
+        count=words,
+    )
+    assert " ".join(p["text"] for p in got) in units[3].text.replace("\n", " ")
+
+
+def test_dense_scores_join_the_ranking() -> None:
+    units = chunk_units(STORY)
+    hits = as_hits(units, [0, 4])
+
+    def embed(query: str, texts: list[str]) -> np.ndarray:  # a dense model that likes hazel
+        return np.array([1.0 if "hazel" in t else 0.0 for t in texts])
+
+    def read(**kw: object) -> str:
+        got = focus("What gift came home?", hits, budget=16, window=0, chunks=view(units),
+                    count=words, **kw)  # fmt: skip
+        return " ".join(p["text"] for p in got)
+
+    assert "hazel" not in read()  # by chunk rank alone, the first chunk's sentences win
+    assert "He brought a hazel twig for Cinderella." in read(embed=embed)
+
+
+def test_parse_plain_replies() -> None:
+    assert parse_plain("Answer: the pigeons.\nBecause ...") == ("the pigeons", True)
+    assert parse_plain('"Be good and pious"') == ("Be good and pious", True)
+    assert parse_plain("Not stated.")[1] is False
+    assert parse_plain("The passage does not say.")[1] is False
+    assert parse_plain("")[1] is False
+
+
+def test_supporting_sentence_ties_the_answer_to_the_passage() -> None:
+    passages = [{"text": "The snow fell. Two white pigeons came in by the window."}]
+    assert supporting_sentence("the white pigeons", passages) == (
+        "Two white pigeons came in by the window."
+    )
+    assert supporting_sentence("a dragon", passages) == ""
+
+
+def test_local_model_answers_in_plain_words_from_the_focused_set() -> None:
+    units = chunk_units(STORY)
+    chat = ScriptedChatModel(responses=["to be good and pious"])
+    settings = LLMSettings(backend="local", retry_base_delay_s=0.0)
+    r = LLMReasoner(chat, OfflineReasoner(SentenceVectors(HashingEmbedder(256))), settings=settings)
+    u = Usage()
+    req = AnswerRequest(
+        "What did the mother tell her daughter before she died?",
+        "open",
+        passages=as_hits(units, [1, 4, 2, 3, 0]),
+        focus_tokens=100,
+    )
+    a = r.answer(req, usage=u)
+    prompt = chat.prompts[-1]
+    assert "be good and pious" in prompt and "{" not in prompt  # plain words, no JSON
+    assert len(prompt.split()) < len(STORY.split())  # a focused set, not every chunk
+    assert a["answer"] == "to be good and pious" and a["sufficient"]
+    assert a["confidence"] >= 0.5  # the answer is in the passage it read
+    assert a["passages"] and u.calls == 1
+
+
+def test_a_not_stated_reply_is_the_not_enough_evidence_outcome() -> None:
+    units = chunk_units(STORY)
+    chat = ScriptedChatModel(responses=["not stated"])
+    settings = LLMSettings(backend="local", retry_base_delay_s=0.0)
+    r = LLMReasoner(chat, OfflineReasoner(SentenceVectors(HashingEmbedder(256))), settings=settings)
+    a = r.answer(
+        AnswerRequest("Who was the king?", "open", passages=as_hits(units, [0]), focus_tokens=60),
+        usage=Usage(),
+    )
+    assert not a["sufficient"] and a["confidence"] < 0.5
+
+
+def test_plain_multiple_choice_reads_the_letter() -> None:
+    units = chunk_units(STORY)
+    chat = ScriptedChatModel(responses=["B"])
+    settings = LLMSettings(backend="local", retry_base_delay_s=0.0)
+    r = LLMReasoner(chat, OfflineReasoner(SentenceVectors(HashingEmbedder(256))), settings=settings)
+    a = r.answer(
+        AnswerRequest(
+            "What did the father bring?",
+            "multiple-choice",
+            options=["a golden ring", "a hazel twig", "a silk dress"],
+            passages=as_hits(units, [3, 4]),
+            focus_tokens=80,
+        ),
+        usage=Usage(),
+    )
+    assert a["answer"] == "B" and a["choice"] == 1
+    assert "B. a hazel twig" in chat.prompts[-1]
+
+
+def test_the_demo_judges_answers_by_the_references_key_words() -> None:
+    from mindscape.commands.demo import is_right
+
+    assert is_right("Two white pigeons", ["pigeon", "dove"])
+    assert is_right("the Turtle-doves and the birds", ["pigeon", "dove"])
+    assert not is_right("The step-mother", ["pigeon", "dove"])
+    assert is_right("he took another wife", ["wife"]) and not is_right("a midwife", ["wife"])
+    assert not is_right("He danced with her", ["slipper", "shoe"])
