@@ -233,6 +233,13 @@ class Context:
             "llm_passage_tokens (600; comorag: 0).",
         ),
     )
+    mc_scoring: Literal["generate", "logprob"] = field(
+        default="generate",
+        metadata=_d(
+            "Multiple choice with the local model's plain prompt: read the generated letter, or "
+            "take the letter the first token most likely is (log-probabilities, one token)."
+        ),
+    )
     focus_window: int = field(
         default=2, metadata=_d("Focused reading: neighbouring sentences read either side.")
     )

@@ -222,4 +222,5 @@ class Deps:
             shared=self._cache,
             passage_tokens=int(ctx.resolved().llm_passage_tokens or 0),
             roles=roles,
+            option_scoring=ctx.mc_scoring == "logprob",
         )

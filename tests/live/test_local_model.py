@@ -99,6 +99,31 @@ def test_multiple_choice_through_the_loop(deps, story_store: Path) -> None:  # n
     assert spent <= 3000 * 4 / 3
 
 
+def test_multiple_choice_by_option_scoring(deps, story_store: Path) -> None:  # noqa: ANN001
+    """`mc_scoring="logprob"`: the letter comes from the first token's log-probabilities, one
+    output token (the llama.cpp server returns them)."""
+    from mindscape.graphs.qa import answer_question
+
+    out = answer_question(
+        {
+            "doc_id": "baker",
+            "question": "Where was the thief found?",
+            "task": "multiple-choice",
+            "options": [
+                "In the church tower",
+                "At the old mill",
+                "Under the bridge",
+                "In the bakery",
+            ],
+        },
+        preset="naive",
+        store=str(story_store),
+        deps=deps,
+        mc_scoring="logprob",
+    )
+    assert out["answer"] == "B" and out["llm_calls"] == 1 and out["tokens_out"] <= 2
+
+
 def test_claim(deps, story_store: Path) -> None:  # noqa: ANN001
     out = _ask(
         deps,

@@ -239,3 +239,47 @@ def test_the_demo_judges_answers_by_the_references_key_words() -> None:
     assert not is_right("The step-mother", ["pigeon", "dove"])
     assert is_right("he took another wife", ["wife"]) and not is_right("a midwife", ["wife"])
     assert not is_right("He danced with her", ["slipper", "shoe"])
+
+
+def test_option_scoring_takes_the_likeliest_letter_in_one_token() -> None:
+    from langchain_core.messages import AIMessage
+
+    from mindscape.reasoners.llm import letter_choice
+
+    top = {"B": -0.4, " A": -1.6, "B.": -2.5, "The": -3.0}
+    best, share = letter_choice(top, 3)
+    assert best == 1 and 0.5 < share < 1.0
+    assert letter_choice({"The": -0.1}, 3) is None
+    assert letter_choice({"D": -0.1}, 3) is None  # not one of three options
+
+    units = chunk_units(STORY)
+    reply = AIMessage(
+        content="C",
+        response_metadata={
+            "logprobs": {
+                "content": [
+                    {"token": "C", "logprob": -1.2, "top_logprobs": [
+                        {"token": "B", "logprob": -0.3},
+                        {"token": "C", "logprob": -1.2},
+                    ]}
+                ]
+            }
+        },
+    )  # fmt: skip
+    chat = ScriptedChatModel(responses=[reply])
+    settings = LLMSettings(backend="local", retry_base_delay_s=0.0)
+    fallback = OfflineReasoner(SentenceVectors(HashingEmbedder(256)))
+    r = LLMReasoner(chat, fallback, settings=settings, option_scoring=True)
+    u = Usage()
+    a = r.answer(
+        AnswerRequest(
+            "What did the father bring?",
+            "multiple-choice",
+            options=["a golden ring", "a hazel twig", "a silk dress"],
+            passages=as_hits(units, [3, 4]),
+            focus_tokens=80,
+        ),
+        usage=u,
+    )
+    assert a["answer"] == "B" and a["choice"] == 1  # the likeliest letter, not the sampled "C"
+    assert u.calls == 1

@@ -220,6 +220,26 @@ class LLM:
             self.cache.put_text(key, text)
         return text
 
+    def first_token_logprobs(
+        self, prompt: str, *, system: str | None = None, role: str = "", top: int = 20
+    ) -> dict[str, float]:
+        """The log-probabilities of the reply's first token: its ``top`` likeliest tokens, by
+        token text (empty when the endpoint returns none). One call of one output token."""
+        key = self.cache_key(prompt, system=system, schema_name=f"first-token-top{top}")
+        if self.cache is not None and (hit := self.cache.get_text(key)) is not None:
+            self.usage.add(role, cache_hits=1)
+            return dict(json.loads(hit))
+        messages = build_messages(prompt, system)
+        runnable = self.chat.bind(logprobs=True, top_logprobs=top, max_tokens=1)
+        reply = self._invoke(runnable, messages, role)
+        self._record(role, messages, reply)
+        meta = getattr(reply, "response_metadata", None) or {}
+        content = (meta.get("logprobs") or {}).get("content") or [{}]
+        out = {str(t["token"]): float(t["logprob"]) for t in content[0].get("top_logprobs") or []}
+        if self.cache is not None:
+            self.cache.put_text(key, json.dumps(out))
+        return out
+
     # ---- JSON
 
     def _attempt_structured(

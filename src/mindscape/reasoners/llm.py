@@ -10,6 +10,7 @@ is marked ``llm->offline``: a weak local model degrades the answer, never the ru
 from __future__ import annotations
 
 import logging
+import math
 import re
 from dataclasses import replace
 from typing import Any
@@ -271,6 +272,21 @@ def parse_plain(reply: str) -> tuple[str, bool]:
     return answer, stated
 
 
+def letter_choice(logprobs: dict[str, float], n_options: int) -> tuple[int, float] | None:
+    """The option whose letter a first token most likely is, with its share of the letters'
+    probability (tokens such as " B" or "B." count for B); None when no letter is among them."""
+    mass = [0.0] * n_options
+    for token, logprob in logprobs.items():
+        letter = token.strip().rstrip(".):").upper()
+        if len(letter) == 1 and letter in LETTERS[:n_options]:
+            mass[LETTERS.index(letter)] += math.exp(logprob)
+    total = sum(mass)
+    if total <= 0.0:
+        return None
+    best = max(range(n_options), key=mass.__getitem__)
+    return best, mass[best] / total
+
+
 def supporting_sentence(target: str, passages: list[EvidenceItem]) -> str:
     """The sentence of the passages that best carries ``target``'s content words ("" when
     none carries any): the quote the grounding checks tie a plain answer to."""
@@ -306,6 +322,7 @@ class LLMReasoner:
         shared: dict[str, Any] | None = None,
         passage_tokens: int = 1000,
         roles: list[str] | tuple[str, ...] = LLM_ROLES,
+        option_scoring: bool = False,
     ) -> None:
         self.chat = chat
         self.roles = frozenset(roles)
@@ -317,6 +334,10 @@ class LLMReasoner:
         self.shared = shared if shared is not None else {}
         self.settings = self.shared.get("llm_settings") or settings or LLMSettings(backend="openai")
         self.cache = cache
+        self.option_scoring = option_scoring
+        """Multiple choice with the plain prompt: pick the option whose letter the reply's
+        first token most likely is (one output token, from the endpoint's log-probabilities)
+        instead of reading the generated reply."""
 
     def _llm(self, usage: Usage) -> LLM:
         return LLM(self.chat, settings=self.settings, cache=self.cache, usage=usage)
@@ -494,8 +515,20 @@ class LLMReasoner:
             options_block=_options_block(req),
             rules=rules,
         )
-        reply = self._llm(usage).complete(
-            prompt, system=answer_prompt.PLAIN_SYSTEM, role="answer", max_tokens=PLAIN_MAX_TOKENS
+        llm = self._llm(usage)
+        scored = None
+        if self.option_scoring and req.task == "multiple-choice" and req.options:
+            top = llm.first_token_logprobs(prompt, system=answer_prompt.PLAIN_SYSTEM, role="answer")
+            scored = letter_choice(top, len(req.options))
+        reply = (
+            LETTERS[scored[0]]
+            if scored is not None
+            else llm.complete(
+                prompt,
+                system=answer_prompt.PLAIN_SYSTEM,
+                role="answer",
+                max_tokens=PLAIN_MAX_TOKENS,
+            )
         )
         answer, stated = parse_plain(reply)
         target = answer
