@@ -16,13 +16,12 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_hints
 
+from mindscape.memory.types import LAYERS
 from mindscape.presets import PRESET_NAMES, get_preset
 
 if TYPE_CHECKING:
     from mindscape.memory.retriever import RetrievalSettings
     from mindscape.memory.signature import SignatureParams
-
-LAYER_NAMES: tuple[str, ...] = ("veridical", "semantic", "episodic", "outline")
 
 
 def _d(description: str) -> dict[str, Any]:
@@ -297,7 +296,7 @@ class Context:
         if self.alpha is not None and not 0.0 <= self.alpha <= 1.0:
             raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
         if self.budgets is not None:
-            unknown = set(self.budgets) - set(LAYER_NAMES)
+            unknown = set(self.budgets) - set(LAYERS)
             if unknown:
                 raise ValueError(f"unknown layers in budgets: {sorted(unknown)}")
         if self.llm_roles is not None:
@@ -322,7 +321,7 @@ class Context:
             if f.name == "budgets":
                 base = dict(preset.get("budgets", defaults["budgets"]))
                 base.update(own or {})
-                values["budgets"] = {layer: int(base.get(layer, 0)) for layer in LAYER_NAMES}
+                values["budgets"] = {layer: int(base.get(layer, 0)) for layer in LAYERS}
             elif own is None and f.name in defaults:
                 values[f.name] = preset.get(f.name, defaults[f.name])
             elif own is None and f.name in preset:

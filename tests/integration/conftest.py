@@ -33,7 +33,8 @@ def qa_store(tmp_path_factory: pytest.TempPathFactory, qa_embedder: Any) -> Path
 
     path = tmp_path_factory.mktemp("qa") / "store"
     store = MemoryStore(path)
-    Indexer(store, qa_embedder, progress=False).index(QA_DOC, STORY.read_text(), title="Cinderella")
+    # titled as `mindscape index` titles the file (its stem), so the CLI finds it current
+    Indexer(store, qa_embedder, progress=False).index(QA_DOC, STORY.read_text(), title=STORY.stem)
     store.close()
     return path
 

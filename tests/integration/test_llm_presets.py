@@ -43,7 +43,9 @@ def run(qa_deps: Deps, server: FakeOpenAIServer, preset: str, structured: str) -
     out = app.invoke(
         {"question": Q, "doc_id": QA_DOC},
         {"configurable": {"thread_id": preset}},
-        context=Context(preset=preset, backend="llm", max_tokens=300_000),
+        # whole chunks (focus_tokens=0): these tests are about the loop, and a focused round
+        # never shows again what a refused round read (tests/integration/test_qa_graph.py)
+        context=Context(preset=preset, backend="llm", max_tokens=300_000, focus_tokens=0),
     )
     out["_usage"] = deps.usage
     return out

@@ -13,7 +13,8 @@ from mindscape.context import Context
 from mindscape.deps import Deps
 from mindscape.graphs.qa import answer_question, build_qa_graph
 from mindscape.presets import PRESET_NAMES
-from tests.fakes import QAScript
+from mindscape.tokens import default_counter
+from tests.fakes import QAScript, ScriptedChatModel, qa_role
 from tests.integration.conftest import QA_DOC
 
 pytestmark = pytest.mark.integration
@@ -188,13 +189,42 @@ def test_answer_question_helper(qa_deps: Deps) -> None:
 # ---------------------------------------------------------------- scripted LLM, real store
 
 
+def test_a_refining_round_reads_a_new_focused_set(qa_deps: Deps) -> None:
+    """With focused reading, each answer prompt holds at most ~600 tokens of passages, and a
+    refining round reads mostly sentences the refused round did not: new evidence, not a
+    longer prompt."""
+    script = QAScript(answer="two white pigeons", refuse=1)
+    prompts: list[str] = []
+
+    def answer(prompt: str) -> str:
+        if qa_role(prompt) == "answer":
+            prompts.append(prompt)
+        return script(prompt)
+
+    deps = llm_deps(qa_deps, QAScript())
+    deps.chat = ScriptedChatModel(responses=[answer] * 50)
+    out = app_for(deps).invoke(
+        {"question": Q, "doc_id": QA_DOC}, cfg("focus"), context=Context(preset="mindscape")
+    )
+    assert out["rounds"] >= 2 and len(prompts) >= 2
+    read = [re.findall(r'<evidence id="[^"]+">(.*?)</evidence>', p, re.DOTALL) for p in prompts]
+    first = {s.strip() for t in read[0] for s in re.split(r"(?<=[.!?])\s+", t) if s.strip()}
+    second = {s.strip() for t in read[1] for s in re.split(r"(?<=[.!?])\s+", t) if s.strip()}
+    # what round 1 read comes back only as a neighbour of a new sentence, never as a choice
+    assert first and second and len(second - first) > len(second & first)
+    counter = default_counter()
+    assert all(sum(counter.count(t) for t in r) <= 600 + 20 * len(r) for r in read)
+    assert out["trace"][0]["passages"] and out["trace"][1]["passages"]
+
+
 def test_llm_run_refines_twice_then_answers(qa_deps: Deps) -> None:
     script = QAScript(answer="two white pigeons", refuse=2)
     deps = llm_deps(qa_deps, script)
     out = app_for(deps).invoke(
         {"question": Q, "doc_id": QA_DOC},
         cfg("llm"),
-        context=Context(preset="mindscape", max_tokens=300_000),
+        # whole chunks: a focused round never rereads what the refused rounds read (above)
+        context=Context(preset="mindscape", max_tokens=300_000, focus_tokens=0),
     )
     assert (
         out["answer"] == "two white pigeons"

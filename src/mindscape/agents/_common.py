@@ -11,7 +11,9 @@ from mindscape.llm import Usage
 from mindscape.memory.types import Hit, SignatureUnit
 from mindscape.state import Attempt, EvidenceItem, QAState, SignatureItem
 
-LAYER_ORDER: tuple[str, ...] = ("veridical", "semantic", "episodic", "outline")
+READING_PRIORITY: tuple[str, ...] = ("veridical", "semantic", "episodic", "outline")
+"""The order in which the answerer reads the layers' hits: source text first, then the
+summaries nearest to it (a priority, not the layer list: that is ``memory.types.LAYERS``)."""
 
 
 class Node(Protocol):
@@ -109,4 +111,4 @@ def best_attempt(attempts: list[Attempt]) -> Attempt | None:
 
 def layer_rank(layer: str) -> int:
     """Position of a layer in the display order."""
-    return LAYER_ORDER.index(layer) if layer in LAYER_ORDER else len(LAYER_ORDER)
+    return READING_PRIORITY.index(layer) if layer in READING_PRIORITY else len(READING_PRIORITY)
