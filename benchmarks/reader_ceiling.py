@@ -115,6 +115,22 @@ def summarise(records: list[dict[str, Any]], wanted: set[str]) -> dict[str, dict
     return out
 
 
+def paired_differences(
+    records: list[dict[str, Any]], wanted: set[str]
+) -> dict[str, dict[str, Any]]:
+    """F1 of each reader minus naive's, over the questions both answered, with a 95%
+    bootstrap interval."""
+    f1 = {(r["preset"], r["qid"]): float(r["metrics"]["f1"]) for r in records if r["qid"] in wanted}
+    naive = {q: v for (p, q), v in f1.items() if p == "naive"}
+    out = {}
+    for preset in sorted({p for p, _ in f1} - {"naive"}):
+        common = [q for (p, q) in f1 if p == preset and q in naive]
+        if common:
+            mean, low, high = bootstrap_ci([f1[(preset, q)] - naive[q] for q in common])
+            out[f"{preset} - naive"] = {"mean": mean, "low": low, "high": high, "n": len(common)}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -147,7 +163,22 @@ def main() -> None:
             f"{row['llm_calls']:5.2f} {row['tokens_in_p50']:7.0f} {row['tokens_in_mean']:7.0f} "
             f"{row['seconds_p50']:6.1f}"
         )
-    print(json.dumps({"dataset": args.dataset, "split": args.split, "seed": args.seed, **table}))
+    paired = paired_differences(records, {q.qid for q in qs})
+    for name, row in paired.items():
+        print(
+            f"{name}: {row['mean']:+.3f} F1 [{row['low']:+.3f}, {row['high']:+.3f}] on {row['n']}"
+        )
+    print(
+        json.dumps(
+            {
+                "dataset": args.dataset,
+                "split": args.split,
+                "seed": args.seed,
+                **table,
+                "paired": paired,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ chunk is a hit when it is from the question's document and overlaps a gold
     python benchmarks/retrieval_recall.py --bench ../shared/bench --dataset fairytaleqa --split test
     python benchmarks/retrieval_recall.py ... --split dev --grid     # the design sweep of docs/retrieval.md
     python benchmarks/retrieval_recall.py ... --llm local            # LLM session summaries
+    python benchmarks/retrieval_recall.py ... --split dev --doc-context  # chunk vectors in context
 
 With ``--llm`` the store's session summaries (the signature's units) are written by that model
 (``--index-llm-parts``, default ``episodic``: the other parts stay as offline) instead of
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -34,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 from common import (  # noqa: E402
+    CACHE_ENV,
     cache_root,
     chunk_spans,
     limit_threads,
@@ -43,7 +46,7 @@ from common import (  # noqa: E402
     split_store,
 )
 
-from mindscape.embeddings import load_embedder  # noqa: E402
+from mindscape.embeddings import DEFAULT_MODEL, load_embedder, spec_model_id  # noqa: E402
 from mindscape.estimate import config_cost  # noqa: E402
 from mindscape.eval.bench import gold_spans, load_documents, load_questions  # noqa: E402
 from mindscape.eval.metrics import (
@@ -59,10 +62,12 @@ from mindscape.memory.retriever import (  # noqa: E402
     default_settings,
     literal_params,
 )
-from mindscape.memory.scope import top_rows  # noqa: E402
+from mindscape.memory.scope import DOC_CONTEXTS, top_rows  # noqa: E402
 from mindscape.memory.signature import SignatureParams  # noqa: E402
 
-KS = (5, 10, 20)
+KS = (1, 3, 5, 10, 20)
+DOC_CONTEXT_ROWS = ("naive", "hybrid", "mia-rag")
+"""The rows ``--doc-context`` repeats with each chunk-vector context (plain, prefixed, max)."""
 ACTIVATION_ROUTER = "activation-router"
 
 
@@ -78,9 +83,10 @@ class Variant:
     group: str = "main"
 
 
-def variants(grid: bool) -> list[Variant]:
-    """The main rows, the α sweep, the rows the session summaries decide and (with ``grid``)
-    the design sweep."""
+def variants(grid: bool, doc_context: bool = False) -> list[Variant]:
+    """The main rows, the α sweep, the rows the session summaries decide, (with
+    ``doc_context``) the main rows with each chunk-vector context and (with ``grid``) the
+    design sweep."""
     base = default_settings()
     dense = dataclasses.replace(base, chunk_mode="dense")
     p = default_params()
@@ -90,6 +96,19 @@ def variants(grid: bool) -> list[Variant]:
         Variant("first-k", base, "first-k", p),
         Variant("mia-rag", base, "coverage", p),
     ]
+    if doc_context:
+        main = {v.name: v for v in out}
+        out += [
+            Variant(
+                f"{name} ctx={mode}",
+                dataclasses.replace(main[name].settings, doc_context=mode),
+                main[name].method,
+                main[name].params,
+                "doc-context",
+            )
+            for name in DOC_CONTEXT_ROWS
+            for mode in DOC_CONTEXTS
+        ]
     out += [
         # Is it the signature, or routing? ρ = 0.75 was the default before the pooled figures;
         # the activation router boosts documents by the query's own activation share, no σ.
@@ -352,6 +371,29 @@ def paired(scores: Scores, a: str, b: str, k: int = 10) -> dict[str, float]:
 MAIN = ("naive", "hybrid", "first-k", "mia-rag")
 
 
+def doc_context_report(total: Scores) -> dict[str, Any]:
+    """Print R@1/3/10 of the ``--doc-context`` rows and the paired differences of prefixed
+    and max against plain at R@1 and R@10; return them for the JSON line."""
+    print(f"\n{'chunk vectors in context':44s} {'R@1':>7s} {'R@3':>7s} {'R@10':>7s}")
+    out: dict[str, Any] = {}
+    for name in DOC_CONTEXT_ROWS:
+        for mode in DOC_CONTEXTS:
+            row = f"{name} ctx={mode}"
+            r = {k: round(total.mean(row, k), 4) for k in (1, 3, 10)}
+            print(f"{row:44s} {r[1]:7.4f} {r[3]:7.4f} {r[10]:7.4f}")
+            out[row] = {f"recall@{k}": v for k, v in r.items()}
+        for mode in ("prefixed", "max"):
+            for k in (1, 10):
+                d = paired(total, f"{name} ctx={mode}", f"{name} ctx=plain", k)
+                out[f"{name} {mode} - plain @{k}"] = d
+                print(
+                    f"  {name} {mode} - plain: {d['mean']:+.2f} R@{k} points (paired 95% CI "
+                    f"{d['low']:+.2f} to {d['high']:+.2f}; better on {d['better']}, worse on "
+                    f"{d['worse']})"
+                )
+    return out
+
+
 def index_setup(args: argparse.Namespace) -> tuple[IndexConfig, Any, str]:
     """(index config, a factory of the index LLM from a store's cache or None, its id)."""
     if args.llm is None:
@@ -399,6 +441,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--grid", action="store_true", help="also run the design sweep (use on dev)")
     ap.add_argument(
+        "--doc-context",
+        action="store_true",
+        help="also run naive, hybrid and mia-rag with plain, title-prefixed and max chunk vectors",
+    )
+    ap.add_argument(
         "--pools",
         type=int,
         default=0,
@@ -408,6 +455,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the pool draw")
     ap.add_argument(
         "--threads", type=int, default=1, help="torch/BLAS threads (0 = library default)"
+    )
+    ap.add_argument(
+        "--embedder",
+        default=None,
+        help="minilm (default), gemma (EmbeddingGemma-300M) or a local BGE directory "
+        "($MINDSCAPE_EMBEDDER); another than MiniLM keeps its stores in a subfolder",
     )
     ap.add_argument(
         "--llm",
@@ -431,7 +484,10 @@ def main(argv: list[str] | None = None) -> int:
     config, make_llm, llm_id = index_setup(args)
     if args.estimate:
         return print_estimate(args, splits, config)
-    emb = load_embedder()
+    emb = load_embedder(args.embedder)
+    if spec_model_id(args.embedder) != DEFAULT_MODEL:
+        # Stores are keyed by content and index config, not by embedder: keep them apart.
+        os.environ[CACHE_ENV] = str(cache_root() / f"emb-{spec_model_id(args.embedder)}")
     store, docs = split_store(
         args.bench, args.dataset, splits, emb, config=config, llm=make_llm, llm_id=llm_id
     )
@@ -442,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         questions = questions[: args.limit]
     retriever = Retriever(store, emb)
-    rows = variants(args.grid)
+    rows = variants(args.grid, args.doc_context)
     pools = (
         draw_pools([d.doc_id for d in docs], args.pools, args.pool_size, args.seed)
         if args.pools
@@ -507,6 +563,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     mia = total.mean("mia-rag", 10)
     print(f"mia-rag / naive = {mia / naive10:.3f}")
+    context = doc_context_report(total) if args.doc_context else {}
     summary = {
         "dataset": args.dataset,
         "split": args.split,
@@ -527,6 +584,7 @@ def main(argv: list[str] | None = None) -> int:
         "summaries_recall@10": {
             v.name: round(total.mean(v.name, 10), 4) for v in rows if v.group == "summaries"
         },
+        **({"doc_context": context} if context else {}),
         "index_llm": llm_id or "offline",
         "questions": len(total.recall["naive"][10]),
     }

@@ -224,6 +224,10 @@ def spec_model_id(spec: str | None = None) -> str:
     spec = resolve_spec(spec)
     if _is_minilm(spec):
         return DEFAULT_MODEL
+    from mindscape.gemma import GEMMA_NAME, is_gemma_spec
+
+    if is_gemma_spec(spec):
+        return GEMMA_NAME
     path = Path(spec).expanduser()
     digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:8]
     return f"{path.name}-{digest}"
@@ -233,12 +237,17 @@ def spec_model_id(spec: str | None = None) -> str:
 def load_embedder(spec: str | None = None, *, pooling: str | None = None) -> Embeddings:
     """The embedder named by `spec` (default: packaged MiniLM), loaded once per process.
 
-    `spec` is `minilm` / `all-MiniLM-L6-v2` or a local directory of a BGE model (CLS pooling).
-    The environment variable `MINDSCAPE_EMBEDDER` gives the default spec.
+    `spec` is `minilm` / `all-MiniLM-L6-v2`, `gemma` / `embeddinggemma` (EmbeddingGemma-300M,
+    installed by `mindscape model install --embedder gemma`) or a local directory of a BGE
+    model (CLS pooling). The environment variable `MINDSCAPE_EMBEDDER` gives the default spec.
     """
     spec = resolve_spec(spec)
     if _is_minilm(spec):
         return FlagEmbedder(minilm_path(), pooling=pooling or "mean", model_id=DEFAULT_MODEL)
+    from mindscape.gemma import GemmaEmbedder, is_gemma_spec
+
+    if is_gemma_spec(spec):
+        return GemmaEmbedder()
     path = Path(spec).expanduser()
     if not path.exists():
         raise ModelError(

@@ -54,7 +54,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--embedder",
         default=None,
-        help="'minilm' (default, packaged) or a local BGE model directory ($MINDSCAPE_EMBEDDER)",
+        help="'minilm' (default, packaged), 'gemma' (EmbeddingGemma-300M, after `mindscape model "
+        "install --embedder gemma`) or a local BGE model directory ($MINDSCAPE_EMBEDDER)",
     )
     add_llm_options(p)
 

