@@ -10,7 +10,7 @@ export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install model embedder-gemma demo test test-unit lint bench clean
+.PHONY: install model embedder-gemma demo test check test-unit lint bench clean
 
 install: $(STAMP)
 
@@ -45,6 +45,11 @@ demo: model
 
 test: model lint
 	$(PY) -m pytest -q
+
+# Lint, unit and integration tests without the local model (the extractive backend answers
+# where a test would otherwise use the installed model): the everyday check.
+check: lint
+	MINDSCAPE_LLM_BACKEND=extractive $(PY) -m pytest -q -m "not local_model" tests/unit tests/integration
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
-from common import log
+from common import bench_questions, log
 from failure_analysis import evidence_units, store_at, verdict
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -33,7 +32,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from mindscape.deps import Deps
 from mindscape.eval.bench import system_view
 from mindscape.eval.metrics import bootstrap_ci
-from mindscape.eval.runner import EvalSettings, prepare, store_dir
+from mindscape.eval.runner import store_dir
 from mindscape.graphs.qa import answer_question
 from mindscape.llm import LLMSettings
 from mindscape.tokens import TokenCounter
@@ -90,18 +89,7 @@ def main() -> None:
     ap.add_argument("--stores", default=".mindscape/bench-stores")
     ap.add_argument("--variants", default="naive,mindscape", help="comma-separated variants")
     args = ap.parse_args()
-    settings = EvalSettings(
-        bench=Path(args.bench),
-        dataset=args.dataset,
-        split=args.split,
-        presets=[],
-        out=Path("/dev/null"),
-        stores=Path(args.stores),
-        limit=args.limit,
-        per_doc=args.per_doc,
-        progress=False,
-    )
-    questions, _ = prepare(settings)
+    questions, settings = bench_questions(args, limit=args.limit, per_doc=args.per_doc)
     deps = Deps(chat=UnsureChat(), llm_settings=LLMSettings(backend="local", structured="off"))
     summary: dict[str, Any] = {"dataset": args.dataset, "split": args.split, "n": len(questions)}
     print(f"{'variant':58} {'first':>6} {'final':>6} {'rounds':>6} {'tok_in':>7}")

@@ -211,3 +211,22 @@ def paired_points(
         "better": int((diff > 0).sum()),
         "worse": int((diff < 0).sum()),
     }
+
+
+def bench_questions(args: argparse.Namespace, **slice_: Any) -> tuple[list[Any], Any]:
+    """The questions of ``args.bench/dataset/split`` (sliced by `slice_`: limit, per_doc,
+    sample, seed) with their per-document stores built under ``args.stores``, as
+    `mindscape eval` builds them; returns ``(questions, settings)``."""
+    from mindscape.eval.runner import EvalSettings, prepare
+
+    settings = EvalSettings(
+        bench=Path(args.bench),
+        dataset=args.dataset,
+        split=args.split,
+        presets=[],
+        out=Path("/dev/null"),
+        stores=Path(args.stores),
+        progress=False,
+        **slice_,
+    )
+    return prepare(settings)[0], settings

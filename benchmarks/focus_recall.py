@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from answer_evidence import parse_variant
-from common import log
+from common import bench_questions, log
 from failure_analysis import evidence_units, store_at
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -31,7 +30,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from mindscape.deps import Deps
 from mindscape.eval.bench import system_view
 from mindscape.eval.metrics import bootstrap_ci, token_f1
-from mindscape.eval.runner import EvalSettings, prepare, store_dir
+from mindscape.eval.runner import store_dir
 from mindscape.graphs.qa import answer_question
 from mindscape.llm import LLMSettings
 from mindscape.reasoners.text import content_words
@@ -82,18 +81,7 @@ def main() -> None:
         help="answer with the local model too (full loop) and report token F1",
     )
     args = ap.parse_args()
-    settings = EvalSettings(
-        bench=Path(args.bench),
-        dataset=args.dataset,
-        split=args.split,
-        presets=[],
-        out=Path("/dev/null"),
-        stores=Path(args.stores),
-        sample=args.sample,
-        seed=args.seed,
-        progress=False,
-    )
-    questions, _ = prepare(settings)
+    questions, settings = bench_questions(args, sample=args.sample, seed=args.seed)
     questions = [q for q in questions if q.task == "open_qa"]
     deps = (
         Deps(llm_settings=LLMSettings(backend="local"))

@@ -179,11 +179,17 @@ def test_supporting_sentence_ties_the_answer_to_the_passage() -> None:
     assert supporting_sentence("a dragon", passages) == ""
 
 
+def local_reasoner(chat: ScriptedChatModel, **kw: bool) -> LLMReasoner:
+    """The LLM reasoner as the local backend builds it, over a scripted chat model."""
+    settings = LLMSettings(backend="local", retry_base_delay_s=0.0)
+    fallback = OfflineReasoner(SentenceVectors(HashingEmbedder(256)))
+    return LLMReasoner(chat, fallback, settings=settings, **kw)
+
+
 def test_local_model_answers_in_plain_words_from_the_focused_set() -> None:
     units = chunk_units(STORY)
     chat = ScriptedChatModel(responses=["to be good and pious"])
-    settings = LLMSettings(backend="local", retry_base_delay_s=0.0)
-    r = LLMReasoner(chat, OfflineReasoner(SentenceVectors(HashingEmbedder(256))), settings=settings)
+    r = local_reasoner(chat)
     u = Usage()
     req = AnswerRequest(
         "What did the mother tell her daughter before she died?",
@@ -203,8 +209,7 @@ def test_local_model_answers_in_plain_words_from_the_focused_set() -> None:
 def test_a_not_stated_reply_is_the_not_enough_evidence_outcome() -> None:
     units = chunk_units(STORY)
     chat = ScriptedChatModel(responses=["not stated"])
-    settings = LLMSettings(backend="local", retry_base_delay_s=0.0)
-    r = LLMReasoner(chat, OfflineReasoner(SentenceVectors(HashingEmbedder(256))), settings=settings)
+    r = local_reasoner(chat)
     a = r.answer(
         AnswerRequest("Who was the king?", "open", passages=as_hits(units, [0]), focus_tokens=60),
         usage=Usage(),
@@ -215,8 +220,7 @@ def test_a_not_stated_reply_is_the_not_enough_evidence_outcome() -> None:
 def test_plain_multiple_choice_reads_the_letter() -> None:
     units = chunk_units(STORY)
     chat = ScriptedChatModel(responses=["B"])
-    settings = LLMSettings(backend="local", retry_base_delay_s=0.0)
-    r = LLMReasoner(chat, OfflineReasoner(SentenceVectors(HashingEmbedder(256))), settings=settings)
+    r = local_reasoner(chat)
     a = r.answer(
         AnswerRequest(
             "What did the father bring?",
@@ -267,9 +271,7 @@ def test_option_scoring_takes_the_likeliest_letter_in_one_token() -> None:
         },
     )  # fmt: skip
     chat = ScriptedChatModel(responses=[reply])
-    settings = LLMSettings(backend="local", retry_base_delay_s=0.0)
-    fallback = OfflineReasoner(SentenceVectors(HashingEmbedder(256)))
-    r = LLMReasoner(chat, fallback, settings=settings, option_scoring=True)
+    r = local_reasoner(chat, option_scoring=True)
     u = Usage()
     a = r.answer(
         AnswerRequest(
