@@ -8,7 +8,9 @@ local model that answers "not stated", so each variant's first-round reading is 
 (the trace's ``passages``, or the chunks its ``read`` names when focus is off). Per variant
 the script prints the share of questions whose reading holds a reference answer (at least
 60% of its content words, as in failure_analysis.py), with a 95% bootstrap interval, and the
-tokens read. Tune on dev only.
+tokens read. With ``--answer`` the local model answers too (the full loop) and the script adds
+token F1 (open questions) or accuracy (multiple choice) and input tokens per question. Tune on
+dev only.
 
 A variant is a preset with optional Context fields: ``preset:field=value;field=value``
 (values parsed as JSON, else kept as text). The last line is one JSON object.
@@ -29,8 +31,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from mindscape.deps import Deps
 from mindscape.eval.bench import system_view
-from mindscape.eval.metrics import bootstrap_ci, token_f1
-from mindscape.eval.runner import store_dir
+from mindscape.eval.metrics import bootstrap_ci
+from mindscape.eval.runner import score, store_dir
 from mindscape.graphs.qa import answer_question
 from mindscape.llm import LLMSettings
 from mindscape.reasoners.text import content_words
@@ -54,6 +56,17 @@ def holds_answer(text: str, answers: list[str]) -> bool:
     """Whether ``text`` holds at least 60% of some answer's content words."""
     have = content_words(text)
     return any((w := content_words(a)) and len(w & have) >= 0.6 * len(w) for a in answers)
+
+
+def targets(q: Any) -> list[str]:
+    """What the reading should hold: the reference answers, or the right option's text."""
+    return list(q.answers) if q.task == "open_qa" else [q.options[q.answer_index]]
+
+
+def quality(q: Any, out: dict[str, Any]) -> float:
+    """Token F1 of an open answer, accuracy of a multiple-choice one."""
+    m = score(q, out, {})["metrics"]
+    return float(m["f1"] if "f1" in m else m["accuracy"])
 
 
 def first_reading(out: dict[str, Any], store: Any) -> str:
@@ -82,7 +95,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     questions, settings = bench_questions(args, sample=args.sample, seed=args.seed)
-    questions = [q for q in questions if q.task == "open_qa"]
+    questions = [q for q in questions if q.task in ("open_qa", "multiple_choice")]
     deps = (
         Deps(llm_settings=LLMSettings(backend="local"))
         if args.answer
@@ -91,8 +104,9 @@ def main() -> None:
     rounds = {} if args.answer else {"max_rounds": 1}
     count = default_counter().count
     stores: dict[str, Any] = {}
+    scores: dict[str, list[float]] = {}
     summary: dict[str, Any] = {"dataset": args.dataset, "split": args.split, "n": len(questions)}
-    print(f"{'variant':60} {'holds':>6} {'95% CI':>15} {'tokens':>7} {'F1':>6} {'in/q':>6}")
+    print(f"{'variant':60} {'holds':>6} {'95% CI':>15} {'tokens':>7} {'score':>6} {'in/q':>6}")
     for variant in args.variants:
         preset, fields = parse_variant(variant)
         held, tokens, f1, tokens_in = [], [], [], []
@@ -104,12 +118,12 @@ def main() -> None:
             out = answer_question(
                 system_view(q), preset=preset, store=str(path), deps=deps, **rounds, **fields
             )
-            f1.append(token_f1(out.get("answer", ""), q.answers))
+            f1.append(quality(q, out))
             tokens_in.append(out.get("tokens_in", 0))
             if args.answer:
-                log(f"{q.qid}: {out.get('answer')!r} vs {q.answers[0]!r} f1={f1[-1]:.2f}")
+                log(f"{q.qid}: {out.get('answer')!r} vs {targets(q)[0]!r} -> {f1[-1]:.2f}")
             text = first_reading(out, store)
-            held.append(float(holds_answer(text, q.answers)))
+            held.append(float(holds_answer(text, targets(q))))
             tokens.append(count(text))
         ci = bootstrap_ci(held)
         row = {
@@ -120,11 +134,20 @@ def main() -> None:
             "tokens_in": sum(tokens_in) / len(tokens_in),
         }
         summary[variant] = row
+        scores[variant] = f1
         log(f"done {variant}")
         print(
             f"{variant:60} {row['holds']:6.3f} [{ci[1]:.3f}, {ci[2]:.3f}] {row['tokens']:7.0f} "
             f"{row['f1'][0]:6.3f} {row['tokens_in']:6.0f}"
         )
+    if len(scores) > 1:  # the later variants against the first, paired over the questions
+        first = scores[args.variants[0]]
+        for variant in args.variants[1:]:
+            diff = bootstrap_ci([b - a for a, b in zip(first, scores[variant], strict=True)])
+            summary[f"{variant} - {args.variants[0]}"] = diff
+            print(
+                f"{variant} - {args.variants[0]}: {diff[0]:+.3f} [{diff[1]:+.3f}, {diff[2]:+.3f}]"
+            )
     print(json.dumps(summary))
 
 
