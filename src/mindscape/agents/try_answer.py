@@ -28,6 +28,16 @@ from mindscape.reasoners.base import AnswerRequest
 from mindscape.state import Attempt, EvidenceItem, EvidenceNote, QAState
 
 
+def by_layer(items: Iterable[EvidenceItem]) -> list[EvidenceItem]:
+    """The items veridical first (`READING_PRIORITY`), then by score."""
+    return sorted(items, key=lambda i: (layer_rank(i["layer"]), -i["score"]))
+
+
+def round_hits(state: QAState) -> list[EvidenceItem]:
+    """This round's hits, by layer, then score."""
+    return by_layer(i for g in state.get("round_hits") or [] for i in g["items"])
+
+
 def select_passages(state: QAState, budget: int) -> list[EvidenceItem]:
     """The passages to answer from, within `budget` tokens, in priority order.
 
@@ -37,11 +47,7 @@ def select_passages(state: QAState, budget: int) -> list[EvidenceItem]:
     `refine_window`). Before, a refining round showed its probes' hits first, and in a small
     window the final answer often lost the very passages that held it.
     """
-
-    def by_layer(items: Iterable[EvidenceItem]) -> list[EvidenceItem]:
-        return sorted(items, key=lambda i: (layer_rank(i["layer"]), -i["score"]))
-
-    current = by_layer(i for g in state.get("round_hits") or [] for i in g["items"])
+    current = round_hits(state)
     retrieved = state.get("retrieved") or []
     seen = {i["unit_id"] for i in current}
     first = by_layer(i for i in retrieved if i["round"] == 1 and i["unit_id"] not in seen)
@@ -55,10 +61,7 @@ def focus_candidates(state: QAState, budget: int) -> list[EvidenceItem]:
     then the rest of the question's evidence by score, within `budget` tokens. Sentences an
     earlier attempt read are left out by the reader, so a refining round reads its probes'
     evidence first."""
-    current = sorted(
-        (i for g in state.get("round_hits") or [] for i in g["items"]),
-        key=lambda i: (layer_rank(i["layer"]), -i["score"]),
-    )
+    current = round_hits(state)
     seen = {i["unit_id"] for i in current}
     rest = sorted(
         (i for i in state.get("retrieved") or [] if i["unit_id"] not in seen),

@@ -47,7 +47,6 @@ logger = logging.getLogger(__name__)
 
 FUSE_MAX_WORDS = 200
 NONE_TEXT = "(none)"
-NOT_STATED = answer_prompt.NOT_STATED
 PLAIN_MAX_TOKENS = 48
 """Output cap of a plain answer: a few words (a small model may otherwise explain at length)."""
 
@@ -258,7 +257,13 @@ def focus_query(req: AnswerRequest) -> str:
     return req.question
 
 
-_REFUSALS = (NOT_STATED, "not mentioned", "does not say", "does not mention", "does not state")
+_REFUSALS = (
+    answer_prompt.NOT_STATED,
+    "not mentioned",
+    "does not say",
+    "does not mention",
+    "does not state",
+)
 _LEAD = re.compile(r"^\s*(?:the\s+)?answer\s*(?:is)?\s*[:\-]\s*", re.IGNORECASE)
 
 
