@@ -447,9 +447,9 @@ def recall_hits(
     `pool` (None: its own story)."""
     from mindscape.eval.bench import gold_spans
     from mindscape.eval.metrics import recall_at_k
-    from mindscape.memory.retriever import Retriever
+    from mindscape.retrieval_defaults import default_retriever
 
-    retriever = Retriever(store, embedder)
+    retriever = default_retriever(store, embedder)
     spans = chunk_spans(store)
     settings = settings_of(preset)
     if pool is not None:

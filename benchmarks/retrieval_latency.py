@@ -29,7 +29,8 @@ from common import NQA_LATENCY_BOOKS, latency_stores, limit_threads, log, percen
 
 from mindscape.embeddings import load_embedder  # noqa: E402
 from mindscape.eval.bench import load_questions  # noqa: E402
-from mindscape.memory.retriever import RetrievalSettings, Retriever, default_settings  # noqa: E402
+from mindscape.memory.retriever import RetrievalSettings  # noqa: E402
+from mindscape.retrieval_defaults import default_retriever, default_settings  # noqa: E402
 
 TARGETS_MS = {1: 50.0, 10: 150.0}
 
@@ -37,7 +38,7 @@ TARGETS_MS = {1: 50.0, 10: 150.0}
 def run(
     store, docs, questions, *, n_queries: int, warmup: int, settings: RetrievalSettings
 ) -> dict:
-    retriever = Retriever(store, load_embedder())
+    retriever = default_retriever(store, load_embedder())
     t0 = time.perf_counter()
     retriever.warm()
     warm_s = time.perf_counter() - t0

@@ -55,15 +55,15 @@ from mindscape.eval.metrics import (
 from mindscape.memory.activation import activate  # noqa: E402
 from mindscape.memory.cache import IndexCache, content_key  # noqa: E402
 from mindscape.memory.indexer import IndexConfig, parse_llm_parts  # noqa: E402
-from mindscape.memory.retriever import (  # noqa: E402
-    RetrievalSettings,
-    Retriever,
+from mindscape.memory.retriever import RetrievalSettings, Retriever  # noqa: E402
+from mindscape.memory.scope import DOC_CONTEXTS, top_rows  # noqa: E402
+from mindscape.memory.signature import SignatureParams  # noqa: E402
+from mindscape.retrieval_defaults import (  # noqa: E402
     default_params,
+    default_retriever,
     default_settings,
     literal_params,
 )
-from mindscape.memory.scope import DOC_CONTEXTS, top_rows  # noqa: E402
-from mindscape.memory.signature import SignatureParams  # noqa: E402
 
 KS = (1, 3, 5, 10, 20)
 DOC_CONTEXT_ROWS = ("naive", "hybrid", "mia-rag")
@@ -497,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if args.limit:
         questions = questions[: args.limit]
-    retriever = Retriever(store, emb)
+    retriever = default_retriever(store, emb)
     rows = variants(args.grid, args.doc_context)
     pools = (
         draw_pools([d.doc_id for d in docs], args.pools, args.pool_size, args.seed)

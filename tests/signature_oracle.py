@@ -13,7 +13,6 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from mindscape.memory.retriever import literal_params
 from mindscape.memory.signature import (  # the small array helpers are shared
     SignatureMode,
     SignatureParams,
@@ -28,6 +27,7 @@ from mindscape.memory.signature import (  # the small array helpers are shared
     window_mask,
 )
 from mindscape.memory.types import SignatureUnit
+from mindscape.retrieval_defaults import literal_params
 
 
 def f_query(A: Sequence[int] | np.ndarray, rel: np.ndarray) -> float:

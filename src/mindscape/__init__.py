@@ -28,7 +28,7 @@ _EXPORTS: dict[str, str] = {
     "LLMSettings": "mindscape.llm",
     "Usage": "mindscape.llm",
     "Indexer": "mindscape.memory.indexer",
-    "IndexConfig": "mindscape.memory.indexer",
+    "IndexConfig": "mindscape.memory.index_config",
     "MemoryStore": "mindscape.memory.store",
     "Retriever": "mindscape.memory.retriever",
     "load_embedder": "mindscape.embeddings",

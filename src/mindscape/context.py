@@ -2,7 +2,9 @@
 
 Precedence for every field: **explicit value > preset > default**. Fields whose default is
 ``None`` are the ones presets decide (see :mod:`mindscape.presets`); :meth:`Context.resolved`
-fills them. The store path follows explicit > ``MINDSCAPE_STORE`` > none.
+fills them, from the preset or else from the default in the field's metadata (``_p``), which
+is the default preset's (``mindscape``) value: each default is written once, here, and a
+preset lists only how it differs. The store path follows explicit > ``MINDSCAPE_STORE`` > none.
 
 Nodes read settings through :func:`ctx_of`, which accepts a ``Runtime`` whose context is a
 :class:`Context`, a dict (coerced), or anything else (a foreign parent graph's context:
@@ -14,14 +16,11 @@ from __future__ import annotations
 import os
 from dataclasses import MISSING, dataclass, field, fields, replace
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_hints
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
+from mindscape.memory.settings import RetrievalSettings, SignatureParams
 from mindscape.memory.types import LAYERS
 from mindscape.presets import PRESET_NAMES, get_preset
-
-if TYPE_CHECKING:
-    from mindscape.memory.retriever import RetrievalSettings
-    from mindscape.memory.signature import SignatureParams
 
 
 def _d(description: str) -> dict[str, Any]:
@@ -48,7 +47,7 @@ class Context:
         metadata=_d(
             "Reasoner behind the LLM roles: extractive (deterministic), llm, or auto (llm when "
             "the deps have a chat model, the local model is installed, or "
-            "MINDSCAPE_LLM_BACKEND names a model backend)."
+            "MINDSCAPE_LLM_BACKEND names a model backend; deps.choose_backend decides)."
         ),
     )
 
@@ -107,14 +106,14 @@ class Context:
     budgets: dict[str, int] | None = field(
         default=None,
         metadata=_p(
-            {"veridical": 2000, "semantic": 2000, "episodic": 2000, "outline": 0},
+            {"veridical": 2000, "semantic": 1000, "episodic": 1000, "outline": 500},
             "Token budget per layer {veridical, semantic, episodic, outline}; 0 turns a layer "
-            "off. A partial dict overrides only the layers it names.",
+            "off. A partial dict overrides only the layers it names (the preset's others stay).",
         ),
     )
     budget_scope: Literal["probe", "round"] | None = field(
         default=None,
-        metadata=_p("probe", "Budgets per probe (ComoRAG) or shared by all probes of a round."),
+        metadata=_p("round", "Budgets per probe (ComoRAG) or shared by all probes of a round."),
     )
     top_n: int = field(default=50, metadata=_d("Candidates per layer before budget packing."))
     chunk_mode: Literal["dense", "hybrid", "late-fusion"] | None = field(
@@ -143,9 +142,7 @@ class Context:
     )
 
     # ---- the loop and its budgets
-    max_rounds: int | None = field(
-        default=None, metadata=_p(5, "Most retrieval rounds (5 for loops).")
-    )
+    max_rounds: int | None = field(default=None, metadata=_p(5, "Most retrieval rounds."))
     max_llm_calls: int = field(
         default=100, metadata=_d("Stop refining once this many LLM calls were made.")
     )
@@ -185,7 +182,7 @@ class Context:
     defer_encode: bool | None = field(
         default=None,
         metadata=_p(
-            False,
+            True,
             "Skip Mem-Encode in round 1 and encode that evidence with round 2's (one call fewer; "
             "no encode call at all when the first attempt answers).",
         ),
@@ -204,7 +201,7 @@ class Context:
         ),
     )
     answer_with_signature: bool | None = field(
-        default=None, metadata=_p(True, "The answerer sees σ.")
+        default=None, metadata=_p(False, "The answerer sees σ.")
     )
     answer_with_evidence: bool | None = field(
         default=None, metadata=_p(True, "The answerer sees the evidence memory (cues, fused cue).")
@@ -327,14 +324,12 @@ class Context:
             elif own is None and f.name in preset:
                 values[f.name] = preset[f.name]
         if self.store is None:
-            values["store"] = os.environ.get("MINDSCAPE_STORE") or None
+            values["store"] = env_store()
         return replace(self, **values)
 
     # ---- the one mapping to the retriever's settings
     def signature_params(self) -> SignatureParams:
         """The signature selection of this run (a resolved Context)."""
-        from mindscape.memory.signature import SignatureParams
-
         return SignatureParams(
             k=self.signature_k,
             k0=self.k0,
@@ -352,8 +347,6 @@ class Context:
     ) -> RetrievalSettings:
         """The retriever's settings for one query of this run (a resolved Context): `budgets`
         replaces the layer budgets (a round's split), and α is 0 without a signature."""
-        from mindscape.memory.retriever import RetrievalSettings
-
         return RetrievalSettings(
             alpha=_resolved(self.alpha, "alpha") if signed else 0.0,
             signature_mode=_resolved(self.signature_mode, "signature_mode"),
@@ -381,6 +374,12 @@ class Context:
     def as_dict(self) -> dict[str, Any]:
         """Plain-data view (what Studio shows)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def env_store() -> str | None:
+    """The store named by ``MINDSCAPE_STORE`` (an empty value counts as unset): the one
+    place that reads it."""
+    return os.environ.get("MINDSCAPE_STORE") or None
 
 
 def _resolved(value: Any, name: str) -> Any:

@@ -8,12 +8,13 @@ repeated CLI calls reuse them). Tests and parent agents inject their own objects
 Precedence:
 
 * store / retriever: an injected object > ``Context.store`` (explicit, else ``MINDSCAPE_STORE``);
-* reasoner: ``Context.backend``; ``auto`` is the LLM when a chat model is injected or the
-  LLM settings resolve to a model (``local`` when the embedded model is installed, or
-  ``openai``; see :func:`mindscape.llm.resolve_backend`), else extractive, with a one-line
-  notice saying how to install the local model. The LLM plays ``Context.llm_roles``
-  (default: every role; answer and update with the local model) and the extractive
-  reasoner the rest.
+* which model answers: :func:`choose_backend`, the one rule, from ``Context.backend``, the
+  LLM settings and whether a chat model is injected. ``auto`` is the LLM when a chat model
+  is injected or the LLM settings resolve to a model (``local`` when the embedded model is
+  installed, or ``openai``; see :func:`mindscape.llm.resolve_backend`), else extractive,
+  with a one-line notice saying how to install the local model. The LLM plays
+  ``Context.llm_roles`` (default: every role; answer and update with the local model,
+  :func:`run_roles`) and the extractive reasoner the rest.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import logging
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from mindscape.errors import ModelError, StoreError
 from mindscape.llm import LLMSettings, Usage, resolve_backend
@@ -41,6 +42,77 @@ _LOCK = threading.RLock()
 _STORES: dict[str, Any] = {}
 _RETRIEVERS: dict[tuple[str, int], Any] = {}
 _VECTORS: dict[tuple[int, int], Any] = {}
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    """Which model answers a run, as :func:`choose_backend` decides it."""
+
+    reasoner: Literal["extractive", "llm"]
+    """What plays the LLM roles: the extractive reasoner, or an LLM."""
+    settings: LLMSettings | None = None
+    """The LLM settings, with ``auto`` resolved unless a chat model was injected (then they
+    are the injected settings as given)."""
+    notice: str | None = None
+    """A one-line notice when ``auto`` fell back to extractive."""
+
+    @property
+    def local(self) -> bool:
+        """Whether the local model plays the LLM roles (it then plays fewer roles and caps
+        the token budget)."""
+        return (
+            self.reasoner == "llm"
+            and self.settings is not None
+            and self.settings.backend == "local"
+        )
+
+
+def choose_backend(run: str, settings: LLMSettings | None, *, chat: bool = False) -> BackendChoice:
+    """The one rule for which model answers a run.
+
+    Args:
+        run: the run's ``Context.backend``: ``extractive``, ``llm`` or ``auto``.
+        settings: the LLM settings (None: from the environment, unless `chat`).
+        chat: whether a chat model is injected: with ``auto`` it answers, and it is the
+            local model only when `settings` say ``local`` (whatever the environment names).
+
+    ``extractive`` resolves nothing. Otherwise, without an injected chat model, the settings
+    are resolved (``auto`` → ``local``, ``openai`` or ``extractive`` with a notice); ``auto``
+    then answers with the LLM unless they resolve to ``extractive``, and ``llm`` always asks
+    for the LLM (building it fails loudly when none is configured).
+    """
+    if run == "extractive":
+        return BackendChoice("extractive", settings)
+    if chat:
+        return BackendChoice("llm", settings)
+    settings = settings or LLMSettings.from_env()
+    notice = None
+    if settings.backend == "auto":
+        backend, notice = resolve_backend(settings)
+        settings = replace(settings, backend=backend)
+    if run == "auto" and settings.backend == "extractive":
+        return BackendChoice("extractive", settings, notice)
+    return BackendChoice("llm", settings, notice)
+
+
+def run_roles(llm_roles: list[str] | None, *, local: bool) -> list[str]:
+    """The roles the LLM plays: ``Context.llm_roles``, else every role (answer and update
+    with the local model)."""
+    from mindscape.reasoners.base import LLM_ROLES, LOCAL_LLM_ROLES
+
+    if llm_roles is not None:
+        return list(llm_roles)
+    return list(LOCAL_LLM_ROLES if local else LLM_ROLES)
+
+
+def token_budget(
+    max_tokens: int | None, local_max_tokens: int | None, *, local: bool
+) -> int | None:
+    """A question's token budget: `max_tokens`, capped by `local_max_tokens` when the local
+    model answers (its prompt tokens cost 10–25 ms each on two cores)."""
+    if not local or local_max_tokens is None:
+        return max_tokens
+    return local_max_tokens if max_tokens is None else min(max_tokens, local_max_tokens)
 
 
 def open_store(path: str | Path) -> MemoryStore:
@@ -108,7 +180,13 @@ class Deps:
         key = (str(store.path), id(embedder))
         with _LOCK:
             if key not in _RETRIEVERS:
-                _RETRIEVERS[key] = Retriever(store, embedder)
+                run = ctx.resolved()  # the fallbacks; the nodes pass their settings per call
+                _RETRIEVERS[key] = Retriever(
+                    store,
+                    embedder,
+                    params=run.signature_params(),
+                    settings=run.retrieval_settings(),
+                )
             return _RETRIEVERS[key]
 
     def documents(self, ctx: Context) -> set[str] | None:
@@ -122,22 +200,26 @@ class Deps:
     # ---- reasoners
     def settings(self) -> LLMSettings:
         """The LLM settings with ``auto`` resolved (once; a fallback notice is logged once)."""
-        settings = self.llm_settings or LLMSettings.from_env()
-        if settings.backend == "auto":
-            backend, notice = resolve_backend(settings)
-            if notice:
-                logger.warning("%s", notice)
-            settings = replace(settings, backend=backend)
-        self.llm_settings = settings
+        settings = self._remember(choose_backend("llm", self.llm_settings)).settings
+        assert settings is not None  # without an injected chat model they are resolved
         return settings
+
+    def choice(self, ctx: Context) -> BackendChoice:
+        """Which model answers this run (:func:`choose_backend`); resolved settings are kept."""
+        return self._remember(
+            choose_backend(ctx.backend, self.llm_settings, chat=self.chat is not None)
+        )
+
+    def _remember(self, choice: BackendChoice) -> BackendChoice:
+        """Keep the resolved settings (so ``auto`` resolves once) and log a fallback notice."""
+        if choice.notice:
+            logger.warning("%s", choice.notice)
+        self.llm_settings = choice.settings
+        return choice
 
     def backend(self, ctx: Context) -> str:
         """`extractive` or `llm` for this run."""
-        if ctx.backend != "auto":
-            return ctx.backend
-        if self.chat is not None:
-            return "llm"
-        return "extractive" if self.settings().backend == "extractive" else "llm"
+        return self.choice(ctx).reasoner
 
     def llm_answers(self, ctx: Context) -> bool:
         """Whether an LLM plays the answer role of this run (it then reads a focused set)."""
@@ -146,18 +228,11 @@ class Deps:
     def answers_locally(self, ctx: Context) -> bool:
         """Whether the local model plays the LLM roles of this run: the chat model is built
         from (or injected with) settings whose backend is ``local``."""
-        if self.backend(ctx) != "llm":
-            return False
-        settings = self.settings() if self.chat is None else self.llm_settings
-        return settings is not None and settings.backend == "local"
+        return self.choice(ctx).local
 
     def token_budget(self, ctx: Context) -> int | None:
-        """A question's token budget: ``ctx.max_tokens``, capped by ``ctx.local_max_tokens``
-        when the local model answers (its prompt tokens cost 10–25 ms each on two cores)."""
-        budget = ctx.max_tokens
-        if self.answers_locally(ctx) and ctx.local_max_tokens is not None:
-            budget = ctx.local_max_tokens if budget is None else min(budget, ctx.local_max_tokens)
-        return budget
+        """A question's token budget (:func:`token_budget`)."""
+        return token_budget(ctx.max_tokens, ctx.local_max_tokens, local=self.answers_locally(ctx))
 
     def sentence_vectors(self, ctx: Context) -> Any:
         """Sentence vectors over the run's store (memo shared across runs)."""
@@ -205,22 +280,19 @@ class Deps:
     def reasoner(self, ctx: Context) -> Reasoner:
         """The reasoner behind the LLM roles for this run."""
         offline = self.offline_reasoner(ctx)
-        if self.backend(ctx) == "extractive":
+        choice = self.choice(ctx)
+        if choice.reasoner == "extractive":
             return offline
-        from mindscape.reasoners.base import LLM_ROLES, LOCAL_LLM_ROLES
         from mindscape.reasoners.llm import LLMReasoner
 
         chat = self.get_chat()
         settings = self.llm_settings or LLMSettings(backend="openai")
-        roles = ctx.llm_roles
-        if roles is None:
-            roles = list(LOCAL_LLM_ROLES if self.answers_locally(ctx) else LLM_ROLES)
         return LLMReasoner(
             chat,
             offline,
             settings=settings,
             shared=self._cache,
             passage_tokens=int(ctx.resolved().llm_passage_tokens or 0),
-            roles=roles,
+            roles=run_roles(ctx.llm_roles, local=choice.local),
             option_scoring=ctx.mc_scoring == "logprob",
         )

@@ -27,17 +27,10 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from mindscape.errors import ModelError
+from mindscape.model_cache import cache_root
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 Span = tuple[int, int]
-
-
-def cache_root() -> Path:
-    """Where mindscape keeps extracted model weights (`MINDSCAPE_CACHE`, else ~/.cache/mindscape)."""
-    root = os.environ.get("MINDSCAPE_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "mindscape"
-    )
-    return Path(root)
 
 
 def minilm_path() -> Path:

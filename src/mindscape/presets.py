@@ -1,8 +1,10 @@
 """Presets: the same graph configured to reproduce each source system.
 
-A preset is a set of :class:`~mindscape.context.Context` values. A Context field left at
-``None`` takes the preset's value; a field set explicitly wins over the preset
-(explicit > preset > default). Side-by-side evaluation runs one graph with different presets.
+A preset is a set of :class:`~mindscape.context.Context` values, written as how it differs
+from the Context's defaults (which are the ``mindscape`` preset's, so that one lists nothing).
+A Context field left at ``None`` takes the preset's value, else the default in the field's
+metadata; a field set explicitly wins over both (explicit > preset > default). Side-by-side
+evaluation runs one graph with different presets.
 
 LLM calls per round (an LLM endpoint playing every role, P probes per refinement round, 3
 layers; the local model plays only answer and update, see ``Context.llm_roles``):
@@ -34,21 +36,31 @@ class Preset:
     reproduces: str
     """The system and the behaviour this preset reproduces."""
     values: dict[str, Any] = field(default_factory=dict)
-    """Context values (fields left out take the Context's own defaults)."""
+    """How this preset differs from the Context's defaults: values of preset-decided fields
+    (those left out take the defaults)."""
 
 
+_CHUNKS_ONLY = {"veridical": 2000, "semantic": 0, "episodic": 0, "outline": 0}
+_REPRODUCTION: dict[str, Any] = {
+    "activation": "dense",
+    "chunk_mode": "dense",
+    "budget_scope": "probe",
+    "defer_encode": False,
+}
+"""How every reproduction differs from mindscape: dense retrieval, budgets per probe, and
+Mem-Encode from round 1."""
 _SINGLE_SHOT: dict[str, Any] = {
+    **_REPRODUCTION,
+    "budgets": _CHUNKS_ONLY,
     "max_rounds": 1,
     "max_probes": 0,
     "encode": "none",
     "fuse": False,
-    "defer_encode": False,
     "signature_update": "none",
-    "query_rewrite": False,
-    "answer_policy": "every-round",
-    "budget_scope": "probe",
-    "collapse": False,
+    "answer_with_evidence": False,
 }
+"""One retrieval over the chunks and one answer call."""
+_NO_SIGNATURE: dict[str, Any] = {"signature": "none", "alpha": 0.0}
 
 PRESETS: dict[str, Preset] = {
     p.name: p
@@ -57,17 +69,7 @@ PRESETS: dict[str, Preset] = {
             "naive",
             "Naive dense RAG: query-only top chunks (veridical layer) packed into a token "
             "budget, one answer call. The baseline every paper compares against.",
-            {
-                "activation": "dense",
-                "narrative_order": False,
-                **_SINGLE_SHOT,
-                "signature": "none",
-                "alpha": 0.0,
-                "budgets": {"veridical": 2000, "semantic": 0, "episodic": 0, "outline": 0},
-                "chunk_mode": "dense",
-                "answer_with_signature": False,
-                "answer_with_evidence": False,
-            },
+            {**_SINGLE_SHOT, **_NO_SIGNATURE},
         ),
         Preset(
             "raptor",
@@ -75,17 +77,10 @@ PRESETS: dict[str, Preset] = {
             "cluster-summary tree scored together by query cosine, best first until 3500 "
             "tokens; one answer call.",
             {
-                "activation": "dense",
-                "narrative_order": False,
                 **_SINGLE_SHOT,
-                "signature": "none",
-                "alpha": 0.0,
+                **_NO_SIGNATURE,
                 "budgets": {"veridical": 3500, "semantic": 3500, "episodic": 0, "outline": 0},
                 "collapse": True,
-                "collapse_budget": 3500,
-                "chunk_mode": "dense",
-                "answer_with_signature": False,
-                "answer_with_evidence": False,
             },
         ),
         Preset(
@@ -93,35 +88,14 @@ PRESETS: dict[str, Preset] = {
             "MoM (Zhao et al., 2025): three-layer retrieval with late fusion: outline, core "
             "content and atomic chunks retrieved separately, outline/core hits mapped to their "
             "chunks, deduplicated and fused by rank; one answer call.",
-            {
-                "activation": "dense",
-                "narrative_order": False,
-                **_SINGLE_SHOT,
-                "signature": "none",
-                "alpha": 0.0,
-                "budgets": {"veridical": 2000, "semantic": 0, "episodic": 0, "outline": 0},
-                "chunk_mode": "late-fusion",
-                "answer_with_signature": False,
-                "answer_with_evidence": False,
-            },
+            {**_SINGLE_SHOT, **_NO_SIGNATURE, "chunk_mode": "late-fusion"},
         ),
         Preset(
             "mia-rag",
             "MiA-Signature static RAG mode: a coverage-aware submodular signature σ0 over "
             "session summaries, signature-conditioned chunk retrieval "
             "s = (1-α)·s(q,c) + α·s(σ,c) with α = 0.5, and a generator that also sees σ.",
-            {
-                "signature_mode": "mean",
-                "activation": "dense",
-                "narrative_order": False,
-                **_SINGLE_SHOT,
-                "signature": "coverage",
-                "alpha": 0.5,
-                "budgets": {"veridical": 2000, "semantic": 0, "episodic": 0, "outline": 0},
-                "chunk_mode": "dense",
-                "answer_with_signature": True,
-                "answer_with_evidence": False,
-            },
+            {**_SINGLE_SHOT, "signature_mode": "mean", "answer_with_signature": True},
         ),
         Preset(
             "mia-agent",
@@ -131,25 +105,17 @@ PRESETS: dict[str, Preset] = {
             "answers once the agent decides ANSWER (or the budget ends), seeing chunks, "
             "signature and evidence.",
             {
-                "signature_mode": "mean",
-                "activation": "dense",
-                "narrative_order": False,
+                **_REPRODUCTION,
+                "budgets": _CHUNKS_ONLY,
                 "signature": "first-k",
-                "alpha": 0.5,
+                "signature_mode": "mean",
                 "signature_update": "llm",
-                "budgets": {"veridical": 2000, "semantic": 0, "episodic": 0, "outline": 0},
-                "budget_scope": "probe",
-                "chunk_mode": "dense",
-                "collapse": False,
-                "max_rounds": 5,
                 "max_probes": 0,
                 "encode": "notes",
                 "fuse": False,
-                "defer_encode": False,
                 "query_rewrite": True,
                 "answer_policy": "on-decision",
                 "answer_with_signature": True,
-                "answer_with_evidence": True,
             },
         ),
         Preset(
@@ -159,24 +125,12 @@ PRESETS: dict[str, Preset] = {
             "of the most related half of the pool, Try-Answer with an explicit failure signal, "
             "Self-Probe of up to 3 entity-first probes; at most 5 cycles.",
             {
-                "activation": "dense",
-                "narrative_order": True,
-                "signature": "none",
-                "alpha": 0.0,
-                "signature_update": "none",
+                **_REPRODUCTION,
+                **_NO_SIGNATURE,
                 "budgets": {"veridical": 2000, "semantic": 2000, "episodic": 2000, "outline": 0},
-                "budget_scope": "probe",
-                "chunk_mode": "dense",
-                "collapse": False,
-                "max_rounds": 5,
-                "max_probes": 3,
+                "narrative_order": True,
+                "signature_update": "none",
                 "encode": "per-layer",
-                "fuse": True,
-                "defer_encode": False,
-                "query_rewrite": False,
-                "answer_policy": "every-round",
-                "answer_with_signature": False,
-                "answer_with_evidence": True,
                 "max_tokens": 300_000,
                 "llm_passage_tokens": 6000,
                 "focus_tokens": 0,
@@ -191,28 +145,7 @@ PRESETS: dict[str, Preset] = {
             "a first attempt that answers costs one call), Try-Answer, and Self-Probe with the "
             "REFINE/ANSWER decision in one call. σ steers retrieval; the answerer reads "
             "passages and the evidence memory, not σ (in a 1000-token prompt σ displaced "
-            "evidence; see docs/agent.md).",
-            {
-                "signature_mode": "region",
-                "activation": "hybrid",
-                "narrative_order": False,
-                "signature": "coverage",
-                "alpha": 0.5,
-                "signature_update": "reselect",
-                "budgets": {"veridical": 2000, "semantic": 1000, "episodic": 1000, "outline": 500},
-                "budget_scope": "round",
-                "chunk_mode": "hybrid",
-                "collapse": False,
-                "max_rounds": 5,
-                "max_probes": 3,
-                "encode": "batched",
-                "fuse": True,
-                "defer_encode": True,
-                "query_rewrite": False,
-                "answer_policy": "every-round",
-                "answer_with_signature": False,
-                "answer_with_evidence": True,
-            },
+            "evidence; see docs/agent.md). Its values are the Context's defaults.",
         ),
     ]
 }

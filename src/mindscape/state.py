@@ -17,12 +17,35 @@ every reducer field, so a second question on the same thread starts from a clean
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal, get_args
 
 from typing_extensions import NotRequired, TypedDict
 
 Task = Literal["open", "multiple-choice", "claim"]
+
 Decision = Literal["ANSWER", "REFINE", "STOP"]
+"""What a round ends with (see docs/glossary.md): `refine` writes it, the router reads it.
+Self-Probe and MiA's UPDATE propose ANSWER or REFINE; only `refine` STOPs."""
+
+BudgetName = Literal["rounds", "llm_calls", "tokens"]
+"""A budget that can run out: ``Context.max_rounds``, ``max_llm_calls``, the token budget."""
+
+Grounding = Literal["grounded", "quoted", "ungrounded", "insufficient", "extractive"]
+"""How an answer attempt is tied to the passages it read. An LLM answer's level comes from
+the checks of :mod:`mindscape.reasoners.grounding`: grounded (the quote is in a passage and
+carries the answer), quoted (the quote is in a passage, the answer is not tied to it or the
+quote is not about the question), ungrounded (the quote is not in the passages),
+insufficient (the model says the passages do not settle it). An extractive answer is a
+passage's own words: extractive."""
+
+
+DECISIONS: tuple[Decision, ...] = get_args(Decision)
+
+
+def as_decision(value: str | None) -> Decision | None:
+    """A reasoner's decision as state data: ANSWER, REFINE or STOP, else None (no decision)."""
+    return next((d for d in DECISIONS if d == value), None)
+
 
 #: Task names the input accepts for each canonical task (bench names included).
 TASK_ALIASES: dict[str, Task] = {
@@ -116,6 +139,9 @@ class Attempt(TypedDict):
     """False is the explicit "not enough evidence" outcome."""
     confidence: float
     """0..1; with `sufficient` it drives REFINE/ANSWER."""
+    grounding: NotRequired[Grounding]
+    """How the answer is tied to the passages (set by `try_answer`); Self-Probe's ANSWER
+    counts only for a sufficient attempt whose quote was found."""
     support: list[str]
     """Unit ids the answer rests on."""
     rationale: NotRequired[str]
@@ -129,6 +155,26 @@ class Attempt(TypedDict):
     """The focused passages an LLM answerer read, word for word (empty without focus)."""
 
 
+class UpdateNote(TypedDict):
+    """A grounded evidence note of MiA's UPDATE (it becomes an :class:`EvidenceNote`)."""
+
+    cue: str
+    evidence_ids: list[str]
+    """Unit ids of the passages the note cites."""
+
+
+class SignatureUpdate(TypedDict, total=False):
+    """What `signature_update` passes on (MiA's UPDATE): empty when σ was not updated."""
+
+    decision: Decision | None
+    """UPDATE's ANSWER or REFINE; None: no decision (re-selection, or the extractive reasoner)."""
+    next_query: str | None
+    """The rewritten query q_{t+1}; None keeps the current one."""
+    notes: list[UpdateNote]
+    """Grounded evidence notes (`encode="notes"` keeps them in the evidence memory)."""
+    reason: str
+
+
 class TraceStep(TypedDict):
     """One round of the decision trace."""
 
@@ -140,7 +186,7 @@ class TraceStep(TypedDict):
     answer: str
     sufficient: bool
     confidence: float
-    decision: str
+    decision: Decision
     reason: str
     probes: list[str]
     """Probes proposed for the next round."""
@@ -266,10 +312,15 @@ class QAState(QAInput, QAOutput):
     """The latest Mem-Fuse cue."""
     attempts: NotRequired[Annotated[list[Attempt], operator.add]]
     """Every answer attempt."""
-    update: NotRequired[dict[str, Any]]
-    """The latest signature update: decision, next_query, reason (MiA's UPDATE)."""
-    decision: NotRequired[str]
+    update: NotRequired[SignatureUpdate]
+    """The latest signature update: decision, next_query, notes, reason (MiA's UPDATE)."""
+    decision: NotRequired[Decision | None]
     """ANSWER | REFINE | STOP, written by `refine`; the router reads it."""
+    over_budget: NotRequired[BudgetName | None]
+    """The budget used up by what the question has spent so far, None while every budget
+    lasts (:func:`mindscape.agents.budget.spent_budget`, the one place budgets are checked).
+    `try_answer` writes it after its call, for `refine`; `refine` after Self-Probe's call,
+    for the router."""
     token_budget: NotRequired[int | None]
     """This question's token budget (in + out): ``Context.max_tokens``, capped by
     ``Context.local_max_tokens`` when the local model answers. None: no budget."""

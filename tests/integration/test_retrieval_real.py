@@ -14,14 +14,10 @@ import pytest
 from mindscape.eval.bench import gold_spans, load_documents, load_questions
 from mindscape.eval.metrics import recall_at_k
 from mindscape.memory.indexer import Indexer
-from mindscape.memory.retriever import (
-    RetrievalSettings,
-    Retriever,
-    default_params,
-    default_settings,
-)
+from mindscape.memory.retriever import RetrievalSettings, Retriever
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS
+from mindscape.retrieval_defaults import default_params, default_retriever, default_settings
 from tests.conftest import BENCH
 
 pytestmark = pytest.mark.integration
@@ -87,7 +83,7 @@ def recall10(
 
 def test_signature_finds_the_story_and_conditioned_retrieval_recalls_evidence(setup):
     store, emb, questions, _ = setup
-    r = Retriever(store, emb)
+    r = default_retriever(store, emb)
     in_story = [r.signature(q.question)[0].unit_id.startswith(ASKED + ":") for q in questions]
     assert sum(in_story) / len(in_story) >= 0.8
     naive = recall10(
@@ -101,7 +97,7 @@ def test_signature_finds_the_story_and_conditioned_retrieval_recalls_evidence(se
 
 def test_tri_layer_retrieve_packs_real_token_budgets(setup):
     store, emb, questions, _ = setup
-    r = Retriever(store, emb)
+    r = default_retriever(store, emb)
     q = questions[0].question
     sig = r.signature(q)
     assert 1 <= len(sig) <= default_params().k
@@ -122,9 +118,9 @@ def test_tri_layer_retrieve_packs_real_token_budgets(setup):
 def test_reopened_store_gives_the_same_ranking_and_warm_queries_are_fast(setup):
     store, emb, questions, path = setup
     q = questions[1].question
-    first = Retriever(store, emb)
+    first = default_retriever(store, emb)
     expected = [h.unit_id for h in first.rank_chunks(q, signature=first.signature(q), k=10)]
-    again = Retriever(MemoryStore(path), emb)
+    again = default_retriever(MemoryStore(path), emb)
     again.warm()
     assert [h.unit_id for h in again.rank_chunks(q, signature=again.signature(q), k=10)] == expected
     times = []

@@ -54,6 +54,21 @@ def test_paper_behaviour_of_presets() -> None:
     assert r["mindscape"].encode == "batched" and r["mindscape"].budget_scope == "round"
 
 
+def test_presets_list_only_how_they_differ_from_the_defaults() -> None:
+    """Each preset entry is a preset-decided field set to something other than its default;
+    the default preset is the defaults themselves."""
+    from mindscape.context import preset_defaults
+
+    defaults = preset_defaults()
+    for name in PRESET_NAMES:
+        for key, value in PRESETS[name].values.items():
+            assert key in defaults, (name, key)  # a plain field would be ignored
+            assert value != defaults[key], (name, key)
+    assert PRESETS["mindscape"].values == {}
+    ctx = Context().resolved()
+    assert all(getattr(ctx, key) == value for key, value in defaults.items())
+
+
 def test_explicit_beats_preset_beats_default() -> None:
     ctx = Context(preset="naive", max_rounds=3, budgets={"episodic": 500}).resolved()
     assert ctx.max_rounds == 3
@@ -185,8 +200,10 @@ def test_input_keys_follow_the_input_schema() -> None:
 
 @pytest.mark.parametrize("name", PRESET_NAMES)
 def test_retrieval_and_signature_settings_come_from_the_resolved_context(name: str) -> None:
+    from mindscape.context import preset_defaults
+
     ctx = Context(preset=name, hybrid_weight=0.2, k0=30, activation="hybrid").resolved()
-    values = PRESETS[name].values
+    values = preset_defaults() | PRESETS[name].values
     rs = ctx.retrieval_settings({"veridical": 100})
     assert rs.chunk_mode == values["chunk_mode"] and rs.alpha == values["alpha"]
     assert rs.narrative_order == values["narrative_order"] and rs.hybrid_weight == 0.2
@@ -200,7 +217,7 @@ def test_retrieval_and_signature_settings_come_from_the_resolved_context(name: s
 
 
 def test_the_local_model_caps_the_token_budget() -> None:
-    from mindscape.agents._common import exhausted
+    from mindscape.agents.budget import spent_budget
     from mindscape.deps import Deps
     from mindscape.llm import LLMSettings
     from tests.fakes import ScriptedChatModel
@@ -221,17 +238,17 @@ def test_the_local_model_caps_the_token_budget() -> None:
     )  # no model answers: no cap
     ctx = Context().resolved()  # max_tokens 8000
     state = {"question": "q", "rounds": 1, "tokens_in": 1400, "tokens_out": 100}
-    assert exhausted(state, ctx) is None  # another 1.5K round fits 8000
-    assert exhausted({**state, "token_budget": 3000}, ctx) is None  # 1.5K + 1.5K = 3000
-    assert exhausted({**state, "tokens_in": 1600, "token_budget": 3000}, ctx) == "tokens"
-    assert exhausted({**state, "tokens_in": 10**6, "token_budget": None}, ctx) is None
+    assert spent_budget(state, ctx) is None  # another 1.5K round fits 8000
+    assert spent_budget({**state, "token_budget": 3000}, ctx) is None  # 1.5K + 1.5K = 3000
+    assert spent_budget({**state, "tokens_in": 1600, "token_budget": 3000}, ctx) == "tokens"
+    assert spent_budget({**state, "tokens_in": 10**6, "token_budget": None}, ctx) is None
 
 
 def test_every_default_is_written_once() -> None:
     """The retriever's standalone defaults are the Context's, through the one mapping; a
     preset-decided field's default is the one in its metadata."""
     from mindscape.context import preset_defaults
-    from mindscape.memory.retriever import default_params, default_settings
+    from mindscape.retrieval_defaults import default_params, default_settings
 
     ctx = Context().resolved()
     assert default_settings() == ctx.retrieval_settings()
@@ -240,7 +257,7 @@ def test_every_default_is_written_once() -> None:
     defaults = preset_defaults()
     assert {f.name for f in dataclasses.fields(Context) if f.default is None} - {
         "store",  # None reads MINDSCAPE_STORE
-        "llm_roles",  # None: the backend decides (Deps.reasoner_roles)
+        "llm_roles",  # None: the backend decides (deps.run_roles)
     } == set(defaults)  # every preset-decided field has a default
     ctx = Context(preset="naive").resolved()  # naive leaves max_tokens to the default
     assert "max_tokens" not in PRESETS["naive"].values
@@ -262,3 +279,35 @@ def test_an_injected_chat_model_without_local_settings_is_not_capped(
     ctx = Context().resolved()
     assert not d.answers_locally(ctx) and d.token_budget(ctx) == 8000
     assert d.reasoner(ctx).roles == frozenset(LLM_ROLES)  # type: ignore[attr-defined]
+
+
+def test_one_rule_chooses_what_answers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`choose_backend` decides from the run's backend, the LLM settings and an injected chat
+    model; `extractive` resolves nothing, `llm` asks for the model even when none resolves."""
+    from mindscape.deps import choose_backend, run_roles, token_budget
+    from mindscape.llm import LLMSettings
+    from mindscape.reasoners.base import LLM_ROLES, LOCAL_LLM_ROLES
+
+    monkeypatch.setenv("MINDSCAPE_CACHE", str(tmp_path))  # no local model installed here
+    monkeypatch.delenv("MINDSCAPE_LOCAL_MODEL", raising=False)
+    auto = LLMSettings(backend="auto")
+    local = LLMSettings(backend="local")
+    off = choose_backend("extractive", auto)
+    assert off.reasoner == "extractive" and off.settings is auto and not off.local
+    fallback = choose_backend("auto", auto)
+    assert fallback.reasoner == "extractive" and fallback.settings.backend == "extractive"  # type: ignore[union-attr]
+    assert fallback.notice and "answering extractively" in fallback.notice
+    assert choose_backend("llm", auto).reasoner == "llm"  # building the chat model fails later
+    assert choose_backend("auto", local).local
+    assert choose_backend("auto", LLMSettings(backend="openai")).reasoner == "llm"
+    injected = choose_backend("auto", auto, chat=True)
+    assert injected.reasoner == "llm" and injected.settings is auto and not injected.local
+    assert choose_backend("auto", local, chat=True).local
+    assert choose_backend("auto", None, chat=True).settings is None
+    assert run_roles(None, local=True) == list(LOCAL_LLM_ROLES)
+    assert run_roles(None, local=False) == list(LLM_ROLES)
+    assert run_roles(["probe"], local=True) == ["probe"]
+    assert token_budget(8000, 3000, local=True) == 3000
+    assert token_budget(8000, 3000, local=False) == 8000
+    assert token_budget(None, 3000, local=True) == 3000
+    assert token_budget(8000, None, local=True) == 8000

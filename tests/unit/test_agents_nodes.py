@@ -16,11 +16,12 @@ from mindscape.agents import (
     make_tri_layer_retrieve,
     make_try_answer,
 )
-from mindscape.agents.refine import NO_ANSWER
-from mindscape.agents.try_answer import answer_window, select_passages
+from mindscape.agents.refine import NO_ANSWER, quote_found
+from mindscape.agents.try_answer import answer_window, grounding_level, select_passages
 from mindscape.context import Context
 from mindscape.deps import Deps
 from mindscape.errors import StoreError
+from mindscape.reasoners import grounding
 from tests.fakes import FakeRetriever, QAScript
 
 Q = "Where did Tobin hide the gold?"
@@ -214,7 +215,7 @@ def test_llm_update_chooses_signature_and_decides() -> None:
         out["update"]["decision"] == "REFINE" and out["update"]["next_query"] == "where is the gold"
     )
     assert len(out["signature"]) <= 2 and out["llm_calls"] == 1 and out["tokens_in"] > 0
-    assert out["update"]["notes"] == [["a grounded note", []]]
+    assert out["update"]["notes"] == [{"cue": "a grounded note", "evidence_ids": []}]
 
 
 def test_offline_update_keeps_reselection() -> None:
@@ -289,7 +290,9 @@ def test_deferred_encode_covers_round_one_in_round_two() -> None:
 def test_notes_mode_turns_update_notes_into_units() -> None:
     d = deps()
     state = after_retrieve(d, preset="mia-agent")
-    state["update"] = {"notes": [["Tobin hid the gold in the cave", ["tale:c5"]]]}
+    state["update"] = {
+        "notes": [{"cue": "Tobin hid the gold in the cave", "evidence_ids": ["tale:c5"]}]
+    }
     out = run(make_evidence_fuse, d, state, preset="mia-agent")
     assert out["evidence_memory"] == [
         {
@@ -322,6 +325,7 @@ def test_offline_answer_finds_the_span() -> None:
     attempt = out["attempts"][0]
     assert attempt["answer"] == "in the cave beneath the lighthouse"
     assert attempt["sufficient"] and attempt["round"] == 1 and "tale:c5" in attempt["support"]
+    assert attempt["grounding"] == "extractive"
 
 
 def test_answer_policy_on_decision_defers_until_answer() -> None:
@@ -332,17 +336,27 @@ def test_answer_policy_on_decision_defers_until_answer() -> None:
         make_try_answer, d, {**state, "update": {"decision": "REFINE"}}, preset="mia-agent"
     )
     assert "attempts" not in deferred and deferred["_events"][0]["deferred"] is True
+    assert deferred["over_budget"] is None
     last = run(
         make_try_answer,
         d,
         {**state, "rounds": 5, "update": {"decision": "REFINE"}},
         preset="mia-agent",
     )
-    assert last["attempts"][0]["answer"] == "in the cave"
+    assert last["attempts"][0]["answer"] == "in the cave" and last["over_budget"] == "rounds"
     decided = run(
         make_try_answer, d, {**state, "update": {"decision": "ANSWER"}}, preset="mia-agent"
     )
-    assert decided["llm_calls"] == 1
+    assert decided["llm_calls"] == 1 and decided["over_budget"] is None
+    assert decided["attempts"][0]["grounding"] == "grounded"  # its quote holds the answer
+    spent = run(
+        make_try_answer,
+        d,
+        {**state, "update": {"decision": "ANSWER"}},
+        preset="mia-agent",
+        max_llm_calls=1,
+    )
+    assert spent["over_budget"] == "llm_calls"  # its own call used up the budget
 
 
 def test_answer_context_follows_the_switches() -> None:
@@ -443,15 +457,34 @@ def test_multiple_choice_and_claim_formats_offline() -> None:
 
 
 def _attempt(
-    round_: int, answer: str = "x", sufficient: bool = True, confidence: float = 0.9
+    round_: int,
+    answer: str = "x",
+    sufficient: bool = True,
+    confidence: float = 0.9,
+    grounding: str | None = None,
 ) -> dict:
     return {
         "round": round_,
         "answer": answer,
         "sufficient": sufficient,
         "confidence": confidence,
+        "grounding": grounding or ("grounded" if sufficient else "insufficient"),
         "support": [],
     }
+
+
+@pytest.mark.parametrize(
+    "confidence",
+    [grounding.GROUNDED, grounding.QUOTED, grounding.UNGROUNDED, grounding.INSUFFICIENT],
+)
+def test_the_grounding_level_keeps_the_quote_rule(confidence: float) -> None:
+    """Self-Probe's ANSWER stands for a graded answer at QUOTED confidence or above, as when
+    the rule compared the confidence; an extractive answer quotes the passages."""
+    graded: Any = {**_attempt(1, confidence=confidence), "reasoner": "llm"}
+    graded["grounding"] = grounding_level(graded)
+    assert quote_found(graded) == (confidence >= grounding.QUOTED)
+    extractive: Any = {**_attempt(1, confidence=0.5), "reasoner": "llm->offline"}
+    assert grounding_level(extractive) == "extractive"
 
 
 def test_refine_answers_a_sufficient_attempt() -> None:
@@ -491,11 +524,22 @@ def test_refine_stops_at_the_round_budget_with_the_best_attempt() -> None:
     assert none["answer"] == NO_ANSWER
 
 
+def test_refine_stops_on_the_budget_try_answer_left_without_probing() -> None:
+    script = QAScript()
+    d = deps(script.chat_model())
+    state = after_retrieve(d, preset="mindscape")
+    state.update(attempts=[_attempt(1, "g", False, 0.2)], over_budget="tokens")
+    out = run(make_refine, d, state, preset="mindscape")
+    assert out["decision"] == "STOP" and out["stop_reason"] == "tokens"
+    assert out["over_budget"] == "tokens" and script.counts == {} and out["llm_calls"] == 0
+
+
 def test_refine_llm_decision_and_probe_dedup() -> None:
     script = QAScript(
         replies={
             "probe": [
                 '{"decision": "REFINE", "probes": ["Tobin", "tobin", "Old probe"]}',
+                '{"decision": "answer", "probes": []}',
                 '{"decision": "answer", "probes": []}',
                 '{"decision": "answer", "probes": []}',
             ]
@@ -510,7 +554,9 @@ def test_refine_llm_decision_and_probe_dedup() -> None:
     )
     again = run(make_refine, d, state, preset="mindscape")  # ANSWER on an unquoted attempt
     assert again["decision"] == "REFINE"
-    state.update(attempts=[_attempt(1, "guess", True, 0.45)])  # sufficient, quote found
+    state.update(attempts=[_attempt(1, "guess", True, 0.3, "ungrounded")])  # quote not found
+    assert run(make_refine, d, state, preset="mindscape")["decision"] == "REFINE"
+    state.update(attempts=[_attempt(1, "guess", True, 0.45, "quoted")])  # sufficient, quote found
     out = run(make_refine, d, state, preset="mindscape")
     assert out["decision"] == "ANSWER" and out["answer"] == "guess"
 
@@ -522,6 +568,7 @@ def test_refine_stops_when_its_own_call_spends_the_budget() -> None:
     state.update(attempts=[_attempt(1, "g", False, 0.3)], llm_calls=4)
     out = run(make_refine, d, state, preset="mindscape", max_llm_calls=5)
     assert out["decision"] == "STOP" and out["stop_reason"] == "llm_calls"
+    assert out["over_budget"] == "llm_calls"  # what the router reads
 
 
 def test_refine_stops_when_nothing_is_left_to_try() -> None:

@@ -7,9 +7,16 @@ import pytest
 
 from mindscape.answers import parse_choice, parse_claim
 from mindscape.llm import LLMSettings, Usage
-from mindscape.reasoners.base import AnswerRequest, EncodeGroup, RefineRequest, UpdateRequest
-from mindscape.reasoners.llm import AnswerOut, LLMReasoner
+from mindscape.reasoners.base import (
+    AnswerRequest,
+    EncodeGroup,
+    EncodeRequest,
+    RefineRequest,
+    UpdateRequest,
+)
+from mindscape.reasoners.llm import LLMReasoner
 from mindscape.reasoners.offline import OfflineReasoner
+from mindscape.reasoners.schemas import AnswerOut
 from mindscape.reasoners.sentence_vectors import SentenceVectors
 from mindscape.reasoners.text import content_words, names, short_span, wh_word
 from tests.fakes import STORY_CHUNKS, HashingEmbedder, ScriptedChatModel
@@ -118,20 +125,23 @@ def test_offline_claims_true_and_false(offline: OfflineReasoner) -> None:
 
 
 def test_offline_probes_are_new_entities(offline: OfflineReasoner) -> None:
-    req = RefineRequest("Where did Tobin hide the gold?", "q", None, [], [], items(), max_probes=3)
-    first = offline.refine(req, usage=Usage())
+    def probe(previous: list[str], max_probes: int) -> RefineRequest:
+        return RefineRequest(
+            question="Where did Tobin hide the gold?",
+            query="q",
+            passages=items(),
+            notes=[],
+            attempt=None,
+            previous_probes=previous,
+            max_probes=max_probes,
+        )
+
+    first = offline.refine(probe([], 3), usage=Usage())
     assert 1 <= len(first.probes) <= 3 and first.decision is None
     assert not any(p.lower().startswith("tobin") for p in first.probes)  # already in the question
-    again = offline.refine(
-        RefineRequest(req.question, "q", None, [], first.probes, items(), 3), usage=Usage()
-    )
+    again = offline.refine(probe(first.probes, 3), usage=Usage())
     assert not {p.split()[0] for p in again.probes} & {p.split()[0] for p in first.probes}
-    assert (
-        offline.refine(
-            RefineRequest(req.question, "q", None, [], [], items(), 0), usage=Usage()
-        ).probes
-        == []
-    )
+    assert offline.refine(probe([], 0), usage=Usage()).probes == []
 
 
 def test_offline_encode_and_fuse(offline: OfflineReasoner) -> None:
@@ -146,7 +156,7 @@ def test_offline_encode_and_fuse(offline: OfflineReasoner) -> None:
         }
     ]
     out = offline.encode(
-        "Where did Tobin hide the gold?", groups, history, fuse=True, usage=Usage()
+        EncodeRequest("Where did Tobin hide the gold?", groups, history, fuse=True), usage=Usage()
     )
     assert "cave" in out.cues[0] and out.fused and "gold" in out.fused
 
@@ -244,7 +254,9 @@ def test_llm_encode_maps_blocks_and_fills_gaps() -> None:
         EncodeGroup("q", "episodic", items()[2:4]),
     ]
     history = [{"probe": "p", "layer": "veridical", "evidence_ids": [], "cue": "old", "round": 1}]
-    out = r.encode("Where did Tobin hide the gold?", groups, history, fuse=True, usage=Usage())
+    out = r.encode(
+        EncodeRequest("Where did Tobin hide the gold?", groups, history, fuse=True), usage=Usage()
+    )
     assert out.cues[1] == "second" and out.cues[0]  # b1 filled extractively
     assert out.fused == "all together"
     assert (
@@ -260,10 +272,27 @@ def test_llm_update_filters_unknown_ids() -> None:
     sig = [{"unit_id": "tale:e0", "text": "s0", "chunk_ids": []}]
     cand = [{"unit_id": "tale:e2", "text": "s2", "chunk_ids": []}]
     out = r.update(
-        UpdateRequest("Q", "Q", sig, cand, items(), [], k=5, rewrite=False), usage=Usage()
+        UpdateRequest(
+            question="Q",
+            query="Q",
+            signature=sig,
+            candidates=cand,
+            passages=items(),
+            notes=[],
+            k=5,
+            rewrite=False,
+        ),
+        usage=Usage(),
     )
     assert out.decision == "ANSWER" and out.signature_ids == ["tale:e2"] and out.next_query is None
     assert out.notes == [("n", ["tale:c1"])]
+
+
+def test_round_requests_name_every_field() -> None:
+    with pytest.raises(TypeError):
+        RefineRequest("Q", "Q", None, [], [], items())  # type: ignore[misc]
+    req = UpdateRequest(question="Q", query="Q", passages=[], notes=[], signature=[], candidates=[])
+    assert req.rewrite and req.k == 5  # UPDATE rewrites the query unless told otherwise
 
 
 def test_roles_outside_llm_roles_make_no_call() -> None:
@@ -272,16 +301,21 @@ def test_roles_outside_llm_roles_make_no_call() -> None:
     offline = OfflineReasoner(SentenceVectors(HashingEmbedder(256)))
     r = LLMReasoner(chat, offline, settings=settings, roles=("answer",))
     u = Usage()
-    probe = r.refine(
-        RefineRequest("Where did Mara hide the gold?", "q", None, [], [], items(), 2, False),
-        usage=u,
+    req = RefineRequest(
+        question="Where did Mara hide the gold?",
+        query="q",
+        passages=items(),
+        notes=[],
+        attempt=None,
+        previous_probes=[],
+        max_probes=2,
+        rewrite=False,
     )
-    cues = r.encode("Where?", [EncodeGroup("Where?", "veridical", items())], [], fuse=True, usage=u)
+    probe = r.refine(req, usage=u)
+    groups = [EncodeGroup("Where?", "veridical", items())]
+    cues = r.encode(EncodeRequest("Where?", groups, [], fuse=True), usage=u)
     assert u.calls == 0 and not chat.calls  # both roles played by the extractive reasoner
-    expected = offline.refine(
-        RefineRequest("Where did Mara hide the gold?", "q", None, [], [], items(), 2, False),
-        usage=Usage(),
-    )
+    expected = offline.refine(req, usage=Usage())
     assert probe.probes == expected.probes and cues.cues and cues.cues[0]
 
 

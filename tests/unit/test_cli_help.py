@@ -96,3 +96,31 @@ def test_an_unknown_preset_is_refused_before_any_work(
     assert done.value.code == 2
     err = capsys.readouterr().err
     assert "mindscap" in err and "mindscape" in err and "Traceback" not in err
+
+
+def test_context_options_default_to_none_and_their_help_names_the_real_default(
+    capsys: pytest.CaptureFixture[str],
+):
+    """An option for a Context field is None when not given (the preset decides), and its
+    help is the field's doc with the default a run gets, and the presets that differ."""
+    from mindscape.commands.common import context_help, context_values
+    from mindscape.context import Context, preset_defaults
+
+    args = build_parser().parse_args(["ask", "Who?"])
+    assert args.preset is args.max_rounds is args.query_rewrite is args.llm_roles is None
+    assert context_values(args) == {}
+    given = build_parser().parse_args(["ask", "Who?", "--max-rounds", "2", "--no-rewrite"])
+    assert context_values(given) == {"max_rounds": 2, "query_rewrite": False}
+    assert build_parser().parse_args(["demo", "--preset", "naive"]).preset == "naive"
+    with pytest.raises(SystemExit):
+        main(["ask", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"Default: {Context().max_llm_calls}." in text
+    assert f"Default: {preset_defaults()['max_rounds']}; naive, raptor, mom, mia-rag: 1." in text
+    assert "Default: off; mia-agent: on." in text and "Default: mindscape." in text
+    assert context_help("budgets").endswith(
+        "Default: veridical 2000, semantic 1000, episodic 1000, outline 500; naive, mom, "
+        "mia-rag, mia-agent: veridical 2000, semantic 0, episodic 0, outline 0; raptor: "
+        "veridical 3500, semantic 3500, episodic 0, outline 0; comorag: veridical 2000, "
+        "semantic 2000, episodic 2000, outline 0."
+    )

@@ -14,10 +14,12 @@ import pytest
 
 from mindscape.memory.embed_cache import in_context, text_key
 from mindscape.memory.indexer import IndexConfig, Indexer
-from mindscape.memory.retriever import RetrievalSettings, Retriever, default_settings
+from mindscape.memory.retriever import Retriever
 from mindscape.memory.scope import Scope
+from mindscape.memory.settings import RetrievalSettings
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS
+from mindscape.retrieval_defaults import default_retriever, default_settings
 from tests.conftest import BENCH, STORY
 from tests.fakes import HashingEmbedder
 
@@ -68,7 +70,7 @@ def test_the_title_prefixed_vector_finds_a_chunk_that_never_names_the_character(
     store, emb, _ = built
     gold = next(u for u in store.view("veridical").units if u.id == GOLD)
     assert "cinderella" not in gold.text.lower()
-    r = Retriever(store, emb)
+    r = default_retriever(store, emb)
     for chunk_mode in ("dense", "hybrid"):
         # plain vectors: the other story's mother wins
         assert ranked(r, "plain", chunk_mode)[0] == "snow:c0"
@@ -82,7 +84,7 @@ def test_the_title_prefixed_vector_finds_a_chunk_that_never_names_the_character(
 
 def test_max_scoring_never_lowers_a_chunk_score(built):
     store, emb, _ = built
-    sc = Retriever(store, emb).scope()
+    sc = default_retriever(store, emb).scope()
     assert sc.n_in_context == 0  # read on first use
     ctx = sc.context_vecs()
     assert sc.n_in_context == sc.n_chunks
@@ -96,7 +98,7 @@ def test_max_scoring_never_lowers_a_chunk_score(built):
         assert np.all(best >= plain) and np.all(best >= prefixed)
         np.testing.assert_array_equal(best, np.maximum(plain, prefixed))
     # and through the retriever: a hit's query score is at least its plain cosine
-    r = Retriever(store, emb)
+    r = default_retriever(store, emb)
     plain_of = {
         h.unit_id: h.score_query for h in r.rank_chunks(QUESTION, settings=settings("plain"))
     }
@@ -126,7 +128,7 @@ def test_a_document_without_a_title_is_put_in_the_context_of_its_doc_id(tmp_path
     store = MemoryStore(tmp_path / "store")
     Indexer(store, emb, config=CONFIG, progress=False).index("cinderella", CINDERELLA)
     assert store.cache.doc("cinderella")["doc_context"] == "cinderella"
-    sc = Retriever(store, emb).scope()
+    sc = default_retriever(store, emb).scope()
     sc.context_vecs()
     assert sc.n_in_context == sc.n_chunks
     store.close()
@@ -148,7 +150,7 @@ def test_a_store_indexed_before_scores_plain_and_the_next_index_adds_only_these_
     store.verify()
     # not current: `mindscape index` hands it to the indexer (which adds these vectors only)
     assert not ix.is_current("cinderella", CINDERELLA)
-    r = Retriever(store, emb)
+    r = default_retriever(store, emb)
     sc = r.scope()
     qv = np.asarray(emb.embed_query(QUESTION), dtype=np.float32)
     np.testing.assert_array_equal(sc.chunk_dense(qv, "max"), sc.chunk_dense(qv, "plain"))
@@ -174,10 +176,10 @@ def test_a_store_indexed_before_scores_plain_and_the_next_index_adds_only_these_
     # a current document is skipped without embedding anything
     assert ix.index("cinderella", CINDERELLA, title="Cinderella").embedded == 0
     # a new retriever sees them (snow still has none: it scores plain)
-    sc = Retriever(store, emb).scope()
+    sc = default_retriever(store, emb).scope()
     sc.context_vecs()
     assert sc.n_in_context == n_chunks
-    assert ranked(Retriever(store, emb), "max")[0] == GOLD
+    assert ranked(default_retriever(store, emb), "max")[0] == GOLD
     store.verify()
 
 
@@ -194,7 +196,7 @@ def test_an_unknown_doc_context_is_rejected(built):
         dataclasses.replace(default_settings(), doc_context="title")
     store, emb, _ = built
     with pytest.raises(ValueError, match="doc_context"):
-        Retriever(store, emb).scope().chunk_dense(np.zeros(256, np.float32), "both")
+        default_retriever(store, emb).scope().chunk_dense(np.zeros(256, np.float32), "both")
 
 
 # --------------------------------------------------------------------------- real MiniLM
@@ -215,7 +217,7 @@ def test_minilm_finds_the_opening_of_cinderella_by_its_title(tmp_path):
     ix.index("cinderella", STORY.read_text(), title="Cinderella")
     for d in load_documents(BENCH, "fairytaleqa", doc_ids=MINILM_DISTRACTORS):
         ix.index(d.doc_id, d.text, title=d.title)
-    r = Retriever(store, emb)
+    r = default_retriever(store, emb)
 
     def rank(mode: str) -> int:
         ids = [h.unit_id for h in r.rank_chunks(QUESTION, settings=settings(mode), k=200)]

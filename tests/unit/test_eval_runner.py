@@ -199,3 +199,33 @@ def test_a_pooled_store_is_keyed_by_the_stories_it_holds(bench, tmp_path):
         store.close()
         assert island in texts
         assert ("Kell" in texts) == (island == "Kell")  # each store holds only its stories
+
+
+def test_eval_passes_its_backend_without_touching_the_environment(
+    bench, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    from mindscape.cli import main
+
+    monkeypatch.setenv("MINDSCAPE_LLM_BACKEND", "openai")
+    args = ["eval", "--bench", str(bench), "--dataset", "toy", "--split", "dev"]
+    assert main([*args, "--llm", "extractive", "--estimate", "--json"]) == 0
+    assert os.environ["MINDSCAPE_LLM_BACKEND"] == "openai"
+    out = json.loads(capsys.readouterr().out)
+    assert out["backend"] == "extractive" and out["questions"] == 3
+    assert out["presets"]["naive"]["calls"] == [0, 0]
+
+
+def test_graph_answers_use_the_run_s_llm_settings(
+    bench, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mindscape.graphs.qa as qa
+    from mindscape.eval.runner import graph_answer_fn
+    from mindscape.llm import LLMSettings
+
+    seen: dict = {}
+    monkeypatch.setattr(qa, "answer_question", lambda view, **kw: seen.update(kw) or {})
+    llm = LLMSettings(backend="extractive")
+    graph_answer_fn(settings(bench, tmp_path, llm=llm))({"question": "q"}, "naive", tmp_path)
+    assert seen["deps"].llm_settings is llm and seen["preset"] == "naive"

@@ -1,4 +1,5 @@
-"""Focused reading (reasoners/focus.py) and the plain local-model answer (reasoners/llm.py)."""
+"""Focused reading (reasoners/focus.py) and the plain local-model answer (reasoners/llm.py,
+its reply read by reasoners/replies.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import numpy as np
 from mindscape.llm import LLMSettings, Usage
 from mindscape.reasoners.base import AnswerRequest
 from mindscape.reasoners.focus import ViewChunks, focus
-from mindscape.reasoners.llm import LLMReasoner, parse_plain, supporting_sentence
+from mindscape.reasoners.llm import LLMReasoner
 from mindscape.reasoners.offline import OfflineReasoner
+from mindscape.reasoners.replies import parse_plain, supporting_sentence
 from mindscape.reasoners.sentence_vectors import SentenceVectors
 from tests.fakes import HashingEmbedder, ScriptedChatModel
 
@@ -248,7 +250,7 @@ def test_the_demo_judges_answers_by_the_references_key_words() -> None:
 def test_option_scoring_takes_the_likeliest_letter_in_one_token() -> None:
     from langchain_core.messages import AIMessage
 
-    from mindscape.reasoners.llm import letter_choice
+    from mindscape.reasoners.replies import letter_choice
 
     top = {"B": -0.4, " A": -1.6, "B.": -2.5, "The": -3.0}
     best, share = letter_choice(top, 3)

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from mindscape.llm.logprobs import yes_share
 from mindscape.memory.mom_select import (
-    break_probability,
     chunk_clarity,
     core_completeness,
     perplexity,
@@ -17,13 +17,12 @@ from mindscape.memory.mom_select import (
 
 
 def test_break_probability_normalises_yes_against_no():
-    assert break_probability({" Yes": math.log(0.6), "No": math.log(0.2), "Maybe": -1.0}) == (
+    """A boundary's break probability: the evaluator's yes-share (llm.logprobs)."""
+    assert yes_share({" Yes": math.log(0.6), "No": math.log(0.2), "Maybe": -1.0}) == (
         pytest.approx(0.75)
     )
-    assert break_probability({"true": math.log(0.1), " false": math.log(0.3)}) == pytest.approx(
-        0.25
-    )
-    assert break_probability({"Perhaps": -0.1}) == 0.5
+    assert yes_share({"true": math.log(0.1), " false": math.log(0.3)}) == pytest.approx(0.25)
+    assert yes_share({"Perhaps": -0.1}) == 0.5
 
 
 def test_clarity_is_the_mean_over_the_boundaries():

@@ -13,6 +13,7 @@ import pytest
 
 from mindscape.eval.report import (
     PAIR_METRIC,
+    Bootstrap,
     Provenance,
     build_report,
     json_safe,
@@ -110,7 +111,7 @@ def _group(report: dict[str, Any], preset: str, dataset: str) -> dict[str, Any]:
 
 
 def test_build_report_means_pairs_recall_and_cost() -> None:
-    report = build_report(synthetic_records(), PROVENANCE, n_resamples=200)
+    report = build_report(synthetic_records(), PROVENANCE, Bootstrap(n_resamples=200))
     assert report["presets"] == ["baseline", "full"]
     assert report["datasets"] == ["fairytaleqa", "nocha_sample"]
     assert report["n_records"] == 20
@@ -191,7 +192,7 @@ def test_markdown_table_escapes_pipes() -> None:
 
 def test_write_report_files(tmp_path: Path) -> None:
     out = tmp_path / "report"
-    written = write_report(synthetic_records(), out, PROVENANCE, n_resamples=200)
+    written = write_report(synthetic_records(), out, PROVENANCE, Bootstrap(n_resamples=200))
 
     data = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert written["json"] == out / "report.json"
@@ -230,7 +231,9 @@ def test_write_report_files(tmp_path: Path) -> None:
 
 
 def test_write_report_without_plots(tmp_path: Path) -> None:
-    written = write_report(synthetic_records(), tmp_path, PROVENANCE, n_resamples=50, plots=False)
+    written = write_report(
+        synthetic_records(), tmp_path, PROVENANCE, Bootstrap(n_resamples=50), plots=False
+    )
     assert written["plots"] == []
     assert not list(tmp_path.glob("*.png"))
     assert "## Plots" not in (tmp_path / "report.md").read_text(encoding="utf-8")

@@ -7,20 +7,29 @@ every result is deterministic. The store is real (Chroma + the real Indexer, off
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
+import mindscape.memory
 from mindscape.memory import signature as sg
 from mindscape.memory.indexer import IndexConfig, Indexer
-from mindscape.memory.retriever import Retriever, default_params, default_settings, literal_params
+from mindscape.memory.retriever import Retriever
 from mindscape.memory.signature_select import member_match
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS
+from mindscape.retrieval_defaults import (
+    default_params,
+    default_retriever,
+    default_settings,
+    literal_params,
+)
 from mindscape.tokens import default_counter
 from tests import signature_oracle as oracle
 
@@ -95,7 +104,7 @@ def built(tmp_path_factory):
 @pytest.fixture
 def retriever(built):
     store, emb = built
-    return Retriever(store, emb)
+    return default_retriever(store, emb)
 
 
 def ids(hits):
@@ -241,7 +250,7 @@ def test_first_k_and_coverage_agree_when_k_is_one_and_coverage_is_off(retriever)
 
 def test_signature_uses_index_vectors_not_the_model(built):
     store, emb = built
-    r = Retriever(store, emb)
+    r = default_retriever(store, emb)
     r.warm()
     before_docs, before_q = emb.documents_calls, emb.query_calls
     for method in ("coverage", "first-k"):
@@ -512,7 +521,7 @@ def test_scope_cache_sees_new_documents(tmp_path):
     store = MemoryStore(tmp_path / "s")
     ix = Indexer(store, emb, config=CONFIG, progress=False)
     ix.index("alpha", DOCS["alpha"])
-    r = Retriever(store, emb)
+    r = default_retriever(store, emb)
     assert {h.doc_id for h in r.rank_chunks("desert oasis", k=50)} == {"alpha"}
     ix.index("beta", DOCS["beta"])
     top = r.rank_chunks("desert oasis", k=3)
@@ -522,7 +531,7 @@ def test_scope_cache_sees_new_documents(tmp_path):
 
 def test_empty_store(tmp_path):
     store = MemoryStore(tmp_path / "empty")
-    r = Retriever(store, BagOfWords())
+    r = default_retriever(store, BagOfWords())
     assert r.signature("anything") == []
     assert r.rank_chunks("anything") == []
     assert r.candidates("anything") == []
@@ -561,3 +570,31 @@ def test_region_scores_doc_shares_and_confidence():
     assert sg.activation_confidence([0, 1], ["a", "b"], "a") == pytest.approx(1.0 / 1.5)
     assert sg.activation_confidence([0], ["a"], None) == 0.0
     assert sg.activation_confidence([], [], "a") == 0.0
+
+
+def test_memory_never_imports_the_run_context():
+    """memory/ sits below the Context: settings come in as arguments (memory.settings), so no
+    module of it imports mindscape.context, not even inside a function."""
+    importers = []
+    for path in Path(mindscape.memory.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [f"{node.module}.{a.name}" for a in node.names] + [str(node.module)]
+            else:
+                continue
+            if any(n == "mindscape.context" or n.startswith("mindscape.context.") for n in names):
+                importers.append(path.name)
+    assert importers == []
+
+
+def test_retriever_calls_default_to_its_own_settings(built):
+    """A retriever's params and settings are what calls that pass none use (k0 included)."""
+    store, emb = built
+    r = default_retriever(store, emb)
+    assert r.params == default_params() and r.settings == default_settings()
+    q = "Where is the temple of the palace?"
+    assert ids(r.candidates(q)) == ids(r.candidates(q, k0=r.params.k0))
+    with pytest.raises(TypeError):
+        Retriever(store, emb)  # type: ignore[call-arg]

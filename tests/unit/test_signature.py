@@ -8,9 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from mindscape.memory.retriever import literal_params
+from mindscape.memory.settings import SignatureParams
 from mindscape.memory.signature import (
-    SignatureParams,
     conditioned_scores,
     first_k,
     greedy_select,
@@ -21,6 +20,7 @@ from mindscape.memory.signature import (
     signature_vector,
     window_mask,
 )
+from mindscape.retrieval_defaults import literal_params
 from tests.signature_oracle import (
     coverage_greedy,
     f_coverage,

@@ -1,4 +1,4 @@
-"""Small pure helpers shared by the nodes: conversions, budgets, progress, scope."""
+"""Small pure helpers shared by the nodes: conversions, costs, progress, scope."""
 
 from __future__ import annotations
 
@@ -27,21 +27,6 @@ def emit(runtime: Any, event: str, **data: Any) -> None:
     writer = getattr(runtime, "stream_writer", None)
     if writer is not None:
         writer({"event": event, **data})
-
-
-def exhausted(state: QAState, ctx: Context) -> str | None:
-    """Which budget is used up (rounds, llm_calls, tokens), or None."""
-    if state.get("rounds", 0) >= (ctx.max_rounds or 1):
-        return "rounds"
-    if state.get("llm_calls", 0) >= ctx.max_llm_calls:
-        return "llm_calls"
-    spent = state.get("tokens_in", 0) + state.get("tokens_out", 0)
-    rounds = state.get("rounds", 0)
-    budget = state.get("token_budget", ctx.max_tokens)
-    limit = float("inf") if budget is None else budget
-    if spent >= limit or (rounds and spent + spent / rounds > limit):
-        return "tokens"  # spent, or another round like the average one would pass it
-    return None
 
 
 def cost(usage: Usage) -> dict[str, int]:

@@ -26,7 +26,7 @@ from mindscape.agents._common import Node, cost, emit
 from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
 from mindscape.llm import Usage
-from mindscape.reasoners.base import EncodeGroup, EncodeResult
+from mindscape.reasoners.base import EncodeGroup, EncodeRequest, EncodeResult
 from mindscape.state import EvidenceNote, QAState
 
 
@@ -68,7 +68,7 @@ def encode_groups(
 
         def one(g: EncodeGroup) -> tuple[EncodeResult, Usage]:
             u = Usage()
-            return reasoner.encode(question, [g], [], fuse=False, usage=u), u
+            return reasoner.encode(EncodeRequest(question, [g], [], fuse=False), usage=u), u
 
         with ThreadPoolExecutor(max_workers=max(1, ctx.llm_concurrency)) as pool:
             results = list(pool.map(one, groups))
@@ -77,12 +77,64 @@ def encode_groups(
         cues = [r.cues[0] if r.cues else "" for r, _ in results]
         return cues, reasoner.fuse(question, history, usage=usage) if history else None
     batched = ctx.encode == "batched"
+    fuse = batched and bool(ctx.fuse)
     result = reasoner.encode(
-        question, groups, history if batched else [], fuse=batched and bool(ctx.fuse), usage=usage
+        EncodeRequest(question, groups, history if batched else [], fuse=fuse), usage=usage
     )
     if history and not batched:
         return result.cues, reasoner.fuse(question, history, usage=usage)
     return result.cues, result.fused
+
+
+def update_notes(state: QAState, round_: int) -> list[EvidenceNote]:
+    """MiA: the evidence notes UPDATE wrote this round, as notes of the memory."""
+    query = state.get("query") or state["question"]
+    return [
+        EvidenceNote(
+            probe=query,
+            layer="notes",
+            evidence_ids=list(n["evidence_ids"]),
+            cue=n["cue"],
+            round=round_,
+        )
+        for n in (state.get("update") or {}).get("notes") or []
+    ]
+
+
+def round_groups(state: QAState, ctx: Context, round_: int) -> list[EncodeGroup]:
+    """What to encode: this round's non-empty (probe, layer) hits, after the earlier rounds'
+    evidence no note covers yet when encoding is deferred."""
+    groups = [
+        EncodeGroup(g["probe"], g["layer"], g["items"])
+        for g in state.get("round_hits") or []
+        if g["items"]
+    ]
+    return [*unencoded_groups(state, round_), *groups] if ctx.defer_encode else groups
+
+
+def fuse_history(deps: Deps, ctx: Context, state: QAState) -> list[EvidenceNote]:
+    """Mem-Fuse's input: the earlier notes (fusion cues aside) most related to the question."""
+    prior = [u for u in state.get("evidence_memory") or [] if u["layer"] != "fusion"]
+    if not (ctx.fuse and prior):
+        return []
+    vectors = deps.sentence_vectors(ctx)
+    probes = np.vstack([vectors.query(u["probe"]) for u in prior])
+    vecs = probes + vectors.pooled([u["cue"] for u in prior])  # ComoRAG embeds probe + cue
+    return related_half(vectors.query(state["question"]), prior, vecs, ctx.fuse_fraction)
+
+
+def encoded_notes(state: QAState, groups: list[EncodeGroup], cues: list[str]) -> list[EvidenceNote]:
+    """One note per encoded group, citing the group's units."""
+    return [
+        EvidenceNote(
+            probe=g.probe,
+            layer=g.layer,
+            evidence_ids=[i["unit_id"] for i in g.items],
+            cue=c,
+            round=state.get("rounds", 0),
+        )
+        for g, c in zip(groups, cues, strict=True)
+    ]
 
 
 def make_evidence_fuse(deps: Deps) -> Node:
@@ -91,51 +143,21 @@ def make_evidence_fuse(deps: Deps) -> Node:
     def evidence_fuse(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = ctx_of(runtime)
         round_, question = state.get("rounds", 0), state["question"]
-        notes = (state.get("update") or {}).get("notes") or []
+        notes = update_notes(state, round_)
         if ctx.encode == "none":
             return {}
         if ctx.encode == "notes" and notes:  # MiA: UPDATE already wrote the evidence notes
-            query = state.get("query") or question
-            units = [
-                EvidenceNote(
-                    probe=query, layer="notes", evidence_ids=list(ids), cue=n, round=round_
-                )
-                for n, ids in notes
-            ]
-            emit(runtime, "encode", round=round_, units=len(units), mode="notes")
-            return {"evidence_memory": units}
+            emit(runtime, "encode", round=round_, units=len(notes), mode="notes")
+            return {"evidence_memory": notes}
         if ctx.defer_encode and round_ <= 1:
             emit(runtime, "encode", round=round_, units=0, deferred=True)
             return {}
-        groups = [
-            EncodeGroup(g["probe"], g["layer"], g["items"])
-            for g in state.get("round_hits") or []
-            if g["items"]
-        ]
-        if ctx.defer_encode:
-            groups = [*unencoded_groups(state, round_), *groups]
-
-        prior = [u for u in state.get("evidence_memory") or [] if u["layer"] != "fusion"]
-        history: list[EvidenceNote] = []
-        if ctx.fuse and prior:
-            vectors = deps.sentence_vectors(ctx)
-            probes = np.vstack([vectors.query(u["probe"]) for u in prior])
-            vecs = probes + vectors.pooled([u["cue"] for u in prior])  # ComoRAG embeds probe + cue
-            history = related_half(vectors.query(question), prior, vecs, ctx.fuse_fraction)
-
+        groups = round_groups(state, ctx, round_)
+        history = fuse_history(deps, ctx, state)
         usage = Usage()
         reasoner = deps.offline_reasoner(ctx) if ctx.encode == "notes" else deps.reasoner(ctx)
         cues, fused = encode_groups(reasoner, question, groups, history, ctx, usage)
-        units = [
-            EvidenceNote(
-                probe=g.probe,
-                layer=g.layer,
-                evidence_ids=[i["unit_id"] for i in g.items],
-                cue=c,
-                round=round_,
-            )
-            for g, c in zip(groups, cues, strict=True)
-        ]
+        units = encoded_notes(state, groups, cues)
         if fused:
             ids = sorted({i for u in history for i in u["evidence_ids"]})
             units.append(

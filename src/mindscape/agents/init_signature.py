@@ -16,7 +16,7 @@ from mindscape.agents._common import Node, doc_scope, emit, to_sig_item
 from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
 from mindscape.errors import StoreError
-from mindscape.state import COUNTERS, QAState, canonical_task
+from mindscape.state import COUNTERS, QAState, SignatureUpdate, canonical_task
 
 
 def check_input(state: QAState, known_docs: set[str] | None) -> str:
@@ -75,8 +75,9 @@ def make_init_signature(deps: Deps) -> Node:
             "pending_probes": [],
             "round_hits": [],
             "fused": "",
-            "update": {},
-            "decision": "",
+            "update": SignatureUpdate(),
+            "decision": None,
+            "over_budget": None,
             "answer": "",
             "confidence": 0.0,
             "sufficient": False,

@@ -1,19 +1,21 @@
 """Node `refine`: the REFINE/ANSWER decision, Self-Probe, and the answer so far.
 
-Reads: attempts, update, evidence_memory, probes, round_hits, retrieved, the counters. Writes:
-decision, pending_probes, probes, query, trace, and the output fields (answer, confidence,
-sufficient, evidence, stop_reason), which always hold the best attempt so far, so the run can
-end after any round.
+Reads: attempts, update, evidence_memory, probes, round_hits, retrieved, over_budget, the
+counters. Writes: decision, pending_probes, probes, query, over_budget (for the router), trace,
+and the output fields (answer, confidence, sufficient, evidence, stop_reason), which always
+hold the best attempt so far, so the run can end after any round.
 
 Decision, in order:
 
 1. ANSWER when this round's attempt is sufficient with confidence ≥ `confidence_threshold`,
    or when MiA's UPDATE decided ANSWER and the generator answered;
-2. STOP when a budget is used up (rounds, LLM calls, tokens): answer with the best attempt;
+2. STOP when a budget is used up (rounds, LLM calls, tokens; ``over_budget``, as `try_answer`
+   left it): answer with the best attempt;
 3. otherwise Self-Probe: at most `max_probes` new probes (entities first, never repeating)
    and, with `query_rewrite`, a rewritten query; the LLM reasoner decides REFINE/ANSWER in
    the same call, but its ANSWER counts only for a sufficient attempt whose quote was found
-   in the passages. A round that found nothing and has nothing new to try STOPs.
+   in the passages (its ``grounding``). A round that found nothing and has nothing new to try
+   STOPs; so does a round whose Self-Probe call used up a budget.
 
 Budgets: the token budget stops refining as soon as another round like the average one so
 far would pass it, so a question stays within `max_tokens` rather than overshooting by a round.
@@ -21,19 +23,44 @@ far would pass it, so a question stays within `max_tokens` rather than overshoot
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.runtime import Runtime
 
-from mindscape.agents._common import Node, best_attempt, cost, emit, exhausted, layer_rank
+from mindscape.agents._common import Node, best_attempt, cost, emit, layer_rank
+from mindscape.agents.budget import spent_budget
 from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
 from mindscape.llm import Usage
 from mindscape.reasoners.base import RefineRequest
-from mindscape.reasoners.grounding import QUOTED
-from mindscape.state import Attempt, EvidenceItem, QAState, TraceStep
+from mindscape.state import (
+    Attempt,
+    BudgetName,
+    Decision,
+    EvidenceItem,
+    Grounding,
+    QAState,
+    TraceStep,
+)
 
 NO_ANSWER = "not enough evidence"
+
+QUOTE_FOUND: frozenset[Grounding] = frozenset({"grounded", "quoted", "extractive"})
+"""The grounding levels of an answer whose quote is in the passages (an extractive answer
+is a passage's own words)."""
+
+
+@dataclass
+class Outcome:
+    """How a round ends: the decision, why, the probes and query of the next round, and the
+    budget used up as of the node's last call."""
+
+    decision: Decision
+    reason: str
+    query: str
+    probes: list[str] = field(default_factory=list)
+    over_budget: BudgetName | None = None
 
 
 def final_evidence(state: QAState, attempt: Attempt | None, limit: int) -> list[EvidenceItem]:
@@ -49,26 +76,26 @@ def final_evidence(state: QAState, attempt: Attempt | None, limit: int) -> list[
     return [*support, *rest][:limit]
 
 
-def decide(state: QAState, ctx: Context, latest: Attempt | None) -> tuple[str, str]:
-    """The decision before any Self-Probe call: (ANSWER | STOP | PROBE, reason)."""
+def this_rounds_attempt(state: QAState) -> Attempt | None:
+    """The attempt of the current round (None when the answer was deferred)."""
+    attempts = state.get("attempts") or []
+    return attempts[-1] if attempts and attempts[-1]["round"] == state.get("rounds", 0) else None
+
+
+def decide(state: QAState, ctx: Context, latest: Attempt | None) -> Outcome | None:
+    """The outcome before any Self-Probe call: ANSWER, STOP on a used-up budget, or None."""
+    query = state.get("query") or state["question"]
+    over = state.get("over_budget")
     if latest and latest["sufficient"] and latest["confidence"] >= ctx.confidence_threshold:
-        return "ANSWER", "answered"
+        return Outcome("ANSWER", "answered", query, over_budget=over)
     if latest and (state.get("update") or {}).get("decision") == "ANSWER":
-        return "ANSWER", "answered"
-    reason = exhausted(state, ctx)
-    if reason:
-        return "STOP", reason
-    return "PROBE", ""
+        return Outcome("ANSWER", "answered", query, over_budget=over)
+    if over:
+        return Outcome("STOP", over, query, over_budget=over)
+    return None
 
 
-def trace_step(
-    state: QAState,
-    latest: Attempt | None,
-    decision: str,
-    reason: str,
-    probes: list[str],
-    calls: int,
-) -> TraceStep:
+def trace_step(state: QAState, latest: Attempt | None, outcome: Outcome, calls: int) -> TraceStep:
     """One round of the decision trace."""
     hits: dict[str, int] = {}
     for g in state.get("round_hits") or []:
@@ -81,9 +108,9 @@ def trace_step(
         answer=latest["answer"] if latest else "",
         sufficient=bool(latest and latest["sufficient"]),
         confidence=float(latest["confidence"]) if latest else 0.0,
-        decision=decision,
-        reason=reason,
-        probes=probes,
+        decision=outcome.decision,
+        reason=outcome.reason,
+        probes=outcome.probes,
         llm_calls=calls,
         read=list(latest.get("read") or []) if latest else [],
     )
@@ -92,52 +119,67 @@ def trace_step(
     return step
 
 
-def _quoted(attempt: Attempt | None) -> bool:
+def quote_found(attempt: Attempt | None) -> bool:
     """Whether Self-Probe may end the loop on this attempt: it is sufficient and its quote
     was found in the passages. The model's own say-so never ends the loop alone."""
-    return bool(attempt and attempt["sufficient"] and attempt["confidence"] >= QUOTED)
+    return bool(attempt and attempt["sufficient"] and attempt.get("grounding") in QUOTE_FOUND)
+
+
+def probe_request(
+    state: QAState, ctx: Context, latest: Attempt | None, rewrite: bool
+) -> RefineRequest:
+    """What Self-Probe reads: the round's attempt (else the best so far), the memory, the
+    probes asked so far and this round's passages."""
+    return RefineRequest(
+        question=state["question"],
+        query=state.get("query") or state["question"],
+        attempt=latest or best_attempt(list(state.get("attempts") or [])),
+        notes=list(state.get("evidence_memory") or []),
+        previous_probes=list(state.get("probes") or []),
+        passages=[i for g in state.get("round_hits") or [] for i in g["items"]],
+        max_probes=ctx.max_probes or 0,
+        rewrite=rewrite,
+    )
 
 
 def self_probe(
     deps: Deps, ctx: Context, state: QAState, latest: Attempt | None, usage: Usage
-) -> tuple[str, str, list[str], str]:
-    """Self-Probe (and the LLM's own decision): (decision, reason, new probes, next query)."""
-    attempts = list(state.get("attempts") or [])
-    query = state.get("query") or state["question"]
-    decision, reason, probes = "REFINE", "refining", []
+) -> Outcome:
+    """Self-Probe (and the LLM's own decision): REFINE with new probes and the next query,
+    ANSWER, or STOP when there is nothing new to try or its call used up a budget."""
+    out = Outcome("REFINE", "refining", state.get("query") or state["question"])
     rewrite = bool(ctx.query_rewrite) and ctx.signature_update != "llm"
     if ctx.max_probes or rewrite:
-        result = deps.reasoner(ctx).refine(
-            RefineRequest(
-                question=state["question"],
-                query=query,
-                attempt=latest or best_attempt(attempts),
-                notes=list(state.get("evidence_memory") or []),
-                previous_probes=list(state.get("probes") or []),
-                passages=[i for g in state.get("round_hits") or [] for i in g["items"]],
-                max_probes=ctx.max_probes or 0,
-                rewrite=rewrite,
-            ),
-            usage=usage,
-        )
-        probes = result.probes[: ctx.max_probes or 0]
-        reason = result.reason or reason
-        if result.decision == "ANSWER" and _quoted(latest):
-            decision = "ANSWER"
+        result = deps.reasoner(ctx).refine(probe_request(state, ctx, latest, rewrite), usage=usage)
+        out.probes = result.probes[: ctx.max_probes or 0]
+        out.reason = result.reason or out.reason
+        if result.decision == "ANSWER" and quote_found(latest):
+            out.decision = "ANSWER"
         if rewrite and result.next_query:
-            query = result.next_query
-    update = state.get("update") or {}
-    if ctx.query_rewrite and update.get("next_query"):
-        query = update["next_query"]  # MiA UPDATE's q_{t+1}
+            out.query = result.next_query
+    next_query = (state.get("update") or {}).get("next_query")
+    if ctx.query_rewrite and next_query:
+        out.query = next_query  # MiA UPDATE's q_{t+1}
+    out.over_budget = spent_budget(state, ctx, usage)
     found = any(g["items"] for g in state.get("round_hits") or [])
-    if decision == "REFINE" and not probes and query == state.get("query") and not found:
-        return "STOP", "exhausted", [], query
-    counters: dict[str, Any] = dict(state)
-    spent = {k: int(counters.get(k) or 0) + v for k, v in cost(usage).items()}
-    over = exhausted({**state, **spent}, ctx)  # type: ignore[typeddict-item]
-    if decision == "REFINE" and over:
-        return "STOP", over, probes, query
-    return decision, reason, probes, query
+    if out.decision == "REFINE" and not (out.probes or found) and out.query == state.get("query"):
+        out.decision, out.reason = "STOP", "exhausted"  # nothing new to try
+    elif out.decision == "REFINE" and out.over_budget:
+        out.decision, out.reason = "STOP", out.over_budget
+    if out.decision == "STOP":
+        out.probes = []
+    return out
+
+
+def answer_fields(state: QAState, ctx: Context, best: Attempt | None) -> dict[str, Any]:
+    """The output fields for the best attempt so far (the run may end after any round)."""
+    return {
+        "answer": best["answer"] if best and best["answer"] else NO_ANSWER,
+        "confidence": float(best["confidence"]) if best else 0.0,
+        "sufficient": bool(best and best["sufficient"]),
+        "evidence": final_evidence(state, best, ctx.evidence_out),
+        "answer_round": int(best["round"]) if best else 0,
+    }
 
 
 def make_refine(deps: Deps) -> Node:
@@ -145,43 +187,33 @@ def make_refine(deps: Deps) -> Node:
 
     def refine(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = ctx_of(runtime)
-        attempts = list(state.get("attempts") or [])
-        latest = (
-            attempts[-1] if attempts and attempts[-1]["round"] == state.get("rounds", 0) else None
-        )
-        decision, reason = decide(state, ctx, latest)
+        latest = this_rounds_attempt(state)
         usage = Usage()
-        probes: list[str] = []
-        query = state.get("query") or state["question"]
-        if decision == "PROBE":
-            decision, reason, probes, query = self_probe(deps, ctx, state, latest, usage)
-            if decision == "STOP":
-                probes = []
-        best = latest if decision == "ANSWER" and latest else best_attempt(attempts)
+        outcome = decide(state, ctx, latest) or self_probe(deps, ctx, state, latest, usage)
+        if outcome.decision == "ANSWER" and latest:
+            best: Attempt | None = latest
+        else:
+            best = best_attempt(list(state.get("attempts") or []))
         deps.usage.merge(usage)
-        step = trace_step(
-            state, latest, decision, reason, probes, state.get("llm_calls", 0) + usage.calls
-        )
+        step = trace_step(state, latest, outcome, state.get("llm_calls", 0) + usage.calls)
         emit(
             runtime,
             "decision",
             round=step["round"],
-            decision=decision,
-            reason=reason,
-            probes=probes,
+            decision=outcome.decision,
+            reason=outcome.reason,
+            probes=outcome.probes,
         )
+        stop_reason = {"ANSWER": "answered", "STOP": outcome.reason}.get(outcome.decision, "")
         return {
-            "decision": decision,
-            "pending_probes": probes,
-            "probes": probes,
-            "query": query,
+            "decision": outcome.decision,
+            "pending_probes": outcome.probes,
+            "probes": outcome.probes,
+            "query": outcome.query,
+            "over_budget": outcome.over_budget,
             "trace": [step],
-            "answer": best["answer"] if best and best["answer"] else NO_ANSWER,
-            "confidence": float(best["confidence"]) if best else 0.0,
-            "sufficient": bool(best and best["sufficient"]),
-            "evidence": final_evidence(state, best, ctx.evidence_out),
-            "stop_reason": {"ANSWER": "answered", "STOP": reason}.get(decision, ""),
-            "answer_round": int(best["round"]) if best else 0,
+            **answer_fields(state, ctx, best),
+            "stop_reason": stop_reason,
             **cost(usage),
         }
 

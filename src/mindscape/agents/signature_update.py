@@ -7,7 +7,8 @@ Modes (`Context.signature_update`):
 * `reselect`: the coverage-aware greedy runs again with the query augmented by the round's
   best evidence (no LLM call);
 * `llm`: MiA's UPDATE call chooses σ among the current units and re-selected candidates and
-  also returns the decision, the next query and grounded evidence notes (in `update`).
+  also returns the decision, the next query and grounded evidence notes (in `update`, a
+  :class:`~mindscape.state.SignatureUpdate`).
   On the offline backend it keeps the re-selection and proposes an expanded query.
 """
 
@@ -22,7 +23,14 @@ from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
 from mindscape.llm import Usage
 from mindscape.reasoners.base import UpdateRequest
-from mindscape.state import EvidenceItem, QAState, SignatureItem
+from mindscape.state import (
+    EvidenceItem,
+    QAState,
+    SignatureItem,
+    SignatureUpdate,
+    UpdateNote,
+    as_decision,
+)
 
 EXTRA_CHARS = 800
 """Evidence text added to the query for re-selection (the embedder truncates anyway)."""
@@ -41,53 +49,73 @@ def choose(ids: list[str] | None, pool: list[SignatureItem], k: int) -> list[Sig
     return (picked or pool)[:k]
 
 
+def reselect(
+    deps: Deps, ctx: Context, state: QAState, items: list[EvidenceItem]
+) -> list[SignatureItem]:
+    """The coverage-aware greedy again, with the question augmented by the round's best
+    evidence; for MiA's UPDATE, a candidate set H_t twice σ's size to choose from."""
+    params = ctx.signature_params()
+    if ctx.signature_update == "llm":
+        params.k = 2 * ctx.signature_k
+    units = deps.get_retriever(ctx).signature(
+        state["question"],
+        doc_ids=doc_scope(state),
+        method="coverage",
+        params=params,
+        extra_text=evidence_text(items),
+    )
+    return [to_sig_item(u) for u in units]
+
+
+def llm_update(
+    deps: Deps,
+    ctx: Context,
+    state: QAState,
+    items: list[EvidenceItem],
+    candidates: list[SignatureItem],
+    usage: Usage,
+) -> tuple[list[SignatureItem], SignatureUpdate]:
+    """MiA's UPDATE call: σ chosen among the current units and the new candidates, with the
+    decision, the next query and grounded evidence notes."""
+    current = list(state.get("signature") or [])
+    taken = {s["unit_id"] for s in current}
+    result = deps.reasoner(ctx).update(
+        UpdateRequest(
+            question=state["question"],
+            query=state.get("query") or state["question"],
+            signature=current,
+            candidates=[c for c in candidates if c["unit_id"] not in taken],
+            passages=items,
+            notes=list(state.get("evidence_memory") or []),
+            k=ctx.signature_k,
+            rewrite=bool(ctx.query_rewrite),
+        ),
+        usage=usage,
+    )
+    update = SignatureUpdate(
+        decision=as_decision(result.decision),
+        next_query=result.next_query,
+        notes=[UpdateNote(cue=note, evidence_ids=list(ids)) for note, ids in result.notes],
+        reason=result.reason,
+    )
+    return choose(result.signature_ids, [*current, *candidates], ctx.signature_k), update
+
+
 def make_signature_update(deps: Deps) -> Node:
     """The `signature_update` node bound to `deps`."""
 
     def signature_update(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = ctx_of(runtime)
         if ctx.signature_update == "none" or ctx.signature == "none":
-            return {"update": {}}
+            return {"update": SignatureUpdate()}
         items = [i for g in state.get("round_hits") or [] for i in g["items"]]
-        current = list(state.get("signature") or [])
-        params = ctx.signature_params()
-        if ctx.signature_update == "llm":  # H_t: a wider candidate set for the model to choose from
-            params.k = 2 * ctx.signature_k
-        units = deps.get_retriever(ctx).signature(
-            state["question"],
-            doc_ids=doc_scope(state),
-            method="coverage",
-            params=params,
-            extra_text=evidence_text(items),
-        )
-        candidates = [to_sig_item(u) for u in units]
+        candidates = reselect(deps, ctx, state, items)
         usage = Usage()
         if ctx.signature_update == "llm":
-            result = deps.reasoner(ctx).update(
-                UpdateRequest(
-                    question=state["question"],
-                    query=state.get("query") or state["question"],
-                    signature=current,
-                    candidates=[
-                        c for c in candidates if c["unit_id"] not in {s["unit_id"] for s in current}
-                    ],
-                    passages=items,
-                    notes=list(state.get("evidence_memory") or []),
-                    k=ctx.signature_k,
-                    rewrite=bool(ctx.query_rewrite),
-                ),
-                usage=usage,
-            )
-            signature = choose(result.signature_ids, [*current, *candidates], ctx.signature_k)
-            update = {
-                "decision": result.decision,
-                "next_query": result.next_query,
-                "notes": [[note, ids] for note, ids in result.notes],
-                "reason": result.reason,
-            }
+            signature, update = llm_update(deps, ctx, state, items, candidates, usage)
         else:
-            signature = candidates[: ctx.signature_k] or current
-            update = {"decision": None, "next_query": None, "notes": [], "reason": "re-selected"}
+            signature = candidates[: ctx.signature_k] or list(state.get("signature") or [])
+            update = SignatureUpdate(decision=None, next_query=None, notes=[], reason="re-selected")
         deps.usage.merge(usage)
         emit(
             runtime,

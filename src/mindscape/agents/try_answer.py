@@ -1,13 +1,15 @@
 """Node `try_answer`: Try-Answer over the passages, σ and the evidence memory.
 
 Reads: question, task, options, round_hits, retrieved, signature, evidence_memory, fused, update.
-Writes: attempts. An LLM answerer reads a focused set (`focus_tokens`, see
-:mod:`mindscape.reasoners.focus`) chosen from this round's hits first, leaving out what earlier
-attempts read. Without focus, the passages are this round's hits (veridical first); in a refining round,
-the question's own round-1 hits first, then the round's new hits in a window grown by
-`refine_window`; then the best earlier evidence, packed into `answer_budget` tokens. σ and
-the memory are shown when `answer_with_signature` / `answer_with_evidence` are on. The
-attempt carries an explicit "not enough evidence" flag and a confidence. With
+Writes: attempts, the counters, and ``over_budget`` as of its call (what `refine` decides
+with; :mod:`mindscape.agents.budget`). An LLM answerer reads a focused set (`focus_tokens`,
+see :mod:`mindscape.reasoners.focus`) chosen from this round's hits first, leaving out what
+earlier attempts read. Without focus, the passages are this round's hits (veridical first);
+in a refining round, the question's own round-1 hits first, then the round's new hits in a
+window grown by `refine_window`; then the best earlier evidence, packed into `answer_budget`
+tokens. σ and the memory are shown when `answer_with_signature` / `answer_with_evidence` are
+on. The attempt carries an explicit "not enough evidence" flag, a confidence and its
+grounding level (how its answer is tied to the passages). With
 `answer_policy="on-decision"` (MiA-Agent) the generator only runs once UPDATE decided ANSWER,
 in the last round, or when the round found nothing new (the loop is about to stop).
 """
@@ -19,13 +21,26 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from mindscape.agents._common import Node, cost, emit, exhausted, layer_rank
+from mindscape.agents._common import Node, cost, emit, layer_rank
+from mindscape.agents.budget import spent_budget
 from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
 from mindscape.llm import Usage
 from mindscape.memory.ranking import pack_budget
+from mindscape.reasoners import grounding
 from mindscape.reasoners.base import AnswerRequest
-from mindscape.state import Attempt, EvidenceItem, EvidenceNote, QAState
+from mindscape.state import Attempt, EvidenceItem, EvidenceNote, Grounding, QAState
+
+GRADED = "llm"
+"""The reasoner whose attempts take their confidence from the grounding checks."""
+
+LEVELS: dict[float, Grounding] = {
+    grounding.GROUNDED: "grounded",
+    grounding.QUOTED: "quoted",
+    grounding.UNGROUNDED: "ungrounded",
+    grounding.INSUFFICIENT: "insufficient",
+}
+"""The grounding level behind each confidence the grounding checks give."""
 
 
 def by_layer(items: Iterable[EvidenceItem]) -> list[EvidenceItem]:
@@ -89,40 +104,61 @@ def visible_notes(state: QAState, notes: bool) -> list[EvidenceNote]:
     return [u for u in pool if u["round"] == round_ and u["layer"] != "fusion"]
 
 
+def grounding_level(attempt: Attempt) -> Grounding:
+    """How the attempt is tied to its passages: an LLM answer's level is the one the grounding
+    checks set its confidence from; an extractive answer (the offline reasoner's, or its
+    fallback for an unusable model reply) is the passages' own words."""
+    if attempt.get("reasoner") == GRADED:
+        return LEVELS[attempt["confidence"]]
+    return "extractive"
+
+
+def defers(state: QAState, ctx: Context) -> bool:
+    """MiA-Agent's generator waits (`answer_policy="on-decision"`) while UPDATE says REFINE,
+    the round found something and no budget is used up (the round is not the last)."""
+    decided = (state.get("update") or {}).get("decision")
+    found = any(g["items"] for g in state.get("round_hits") or [])
+    return (
+        ctx.answer_policy == "on-decision"
+        and decided == "REFINE"
+        and found
+        and spent_budget(state, ctx) is None
+    )
+
+
+def answer_request(state: QAState, ctx: Context, focus: int) -> AnswerRequest:
+    """What the answerer reads this round (see the module docstring)."""
+    return AnswerRequest(
+        question=state["question"],
+        task=state.get("task") or "open",
+        options=list(state.get("options") or []),
+        passages=(focus_candidates if focus else select_passages)(state, ctx.answer_budget),
+        signature=list(state.get("signature") or []) if ctx.answer_with_signature else [],
+        notes=visible_notes(state, ctx.encode == "notes") if ctx.answer_with_evidence else [],
+        fused=(state.get("fused") or "") if ctx.answer_with_evidence else "",
+        passage_tokens=answer_window(ctx, state.get("rounds", 0)),
+        focus_tokens=focus,
+        focus_window=ctx.focus_window,
+        seen=[t for a in state.get("attempts") or [] for t in a.get("passages") or []],
+    )
+
+
 def make_try_answer(deps: Deps) -> Node:
     """The `try_answer` node bound to `deps`."""
 
     def try_answer(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = ctx_of(runtime)
         round_ = state.get("rounds", 0)
-        decided = (state.get("update") or {}).get("decision")
-        found = any(g["items"] for g in state.get("round_hits") or [])
-        if (
-            ctx.answer_policy == "on-decision"
-            and decided == "REFINE"
-            and found
-            and exhausted(state, ctx) is None
-        ):
+        if defers(state, ctx):
             emit(runtime, "answer", round=round_, deferred=True)
-            return {}
+            return {"over_budget": None}  # it defers only while every budget lasts
         focus = int(ctx.focus_tokens or 0) if deps.llm_answers(ctx) else 0
-        req = AnswerRequest(
-            question=state["question"],
-            task=state.get("task") or "open",
-            options=list(state.get("options") or []),
-            passages=(focus_candidates if focus else select_passages)(state, ctx.answer_budget),
-            signature=list(state.get("signature") or []) if ctx.answer_with_signature else [],
-            notes=visible_notes(state, ctx.encode == "notes") if ctx.answer_with_evidence else [],
-            fused=(state.get("fused") or "") if ctx.answer_with_evidence else "",
-            passage_tokens=answer_window(ctx, round_),
-            focus_tokens=focus,
-            focus_window=ctx.focus_window,
-            seen=[t for a in state.get("attempts") or [] for t in a.get("passages") or []],
-        )
+        req = answer_request(state, ctx, focus)
         usage = Usage()
         attempt: Attempt = deps.reasoner(ctx).answer(req, usage=usage)
         attempt["round"] = round_
         attempt.setdefault("read", [p["unit_id"] for p in req.passages])
+        attempt.setdefault("grounding", grounding_level(attempt))
         deps.usage.merge(usage)
         emit(
             runtime,
@@ -132,6 +168,7 @@ def make_try_answer(deps: Deps) -> Node:
             sufficient=attempt["sufficient"],
             confidence=attempt["confidence"],
         )
-        return {"attempts": [attempt], **cost(usage)}
+        over = spent_budget(state, ctx, usage)
+        return {"attempts": [attempt], **cost(usage), "over_budget": over}
 
     return try_answer

@@ -15,19 +15,21 @@ import argparse
 import json
 import sys
 import uuid
+from collections import Counter
 from typing import TYPE_CHECKING, Any, cast
 
 from mindscape.commands.common import (
+    add_context_option,
     add_model_options,
     add_quiet_option,
     add_store_option,
+    context_values,
     examples,
     report_error,
     settings_from_args,
 )
 from mindscape.errors import MindscapeError, StoreError
 from mindscape.presets import PRESET_NAMES
-from mindscape.reasoners.base import LLM_ROLES
 from mindscape.state import QAInput
 
 if TYPE_CHECKING:
@@ -71,23 +73,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         metavar="TEXT",
         help="a multiple-choice option (repeat, in order A, B, C, ...)",
     )
-    p.add_argument(
-        "--preset", choices=PRESET_NAMES, default="mindscape", help="default: %(default)s"
-    )
-    p.add_argument("--max-rounds", type=int, default=None, help="retrieval rounds (preset default)")
-    p.add_argument("--max-llm-calls", type=int, default=None, help="LLM call budget (default 100)")
-    p.add_argument(
-        "--rewrite",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="let refinement rewrite the query (preset default)",
-    )
-    p.add_argument(
-        "--llm-roles",
-        default=None,
-        metavar="ROLES",
-        help="comma-separated query-time roles the LLM plays, of "
-        f"{','.join(LLM_ROLES)} (default: all; answer,update with the local model)",
+    add_context_option(p, "preset", choices=PRESET_NAMES)
+    add_context_option(p, "max_rounds", type=int)
+    add_context_option(p, "max_llm_calls", type=int)
+    add_context_option(p, "query_rewrite", "--rewrite", action=argparse.BooleanOptionalAction)
+    add_context_option(
+        p, "llm_roles", metavar="ROLES", type=_roles, help="comma-separated, e.g. answer,update."
     )
     add_model_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -95,6 +86,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_quiet_option(p)
     p.set_defaults(func=run)
     return p
+
+
+def _roles(text: str) -> list[str] | None:
+    """`--llm-roles`: the comma-separated roles (none given: the default)."""
+    return [r.strip() for r in text.split(",") if r.strip()] or None
 
 
 def result_json(out: dict[str, Any]) -> dict[str, Any]:
@@ -140,6 +136,9 @@ def render_text(out: dict[str, Any]) -> str:
         lines.append(
             f"  [{e['layer']} {', '.join(e['chunk_ids'][:3])}{'…' if len(e['chunk_ids']) > 3 else ''}] {text[:200]}"
         )
+    books = Counter(e["doc_id"] for e in out.get("evidence") or [] if e.get("doc_id"))
+    if books:
+        lines.append("Books: " + ", ".join(f"{b} ({n})" for b, n in books.most_common()))
     if out.get("signature"):
         lines.append("Signature: " + ", ".join(s["unit_id"] for s in out["signature"]))
     return "\n".join(lines)
@@ -204,16 +203,7 @@ def _ask(args: argparse.Namespace) -> dict[str, Any]:
 
         embedder = load_embedder(args.embedder)
     deps = Deps(store=store, embedder=embedder, llm_settings=settings)
-    ctx = Context.from_preset(
-        args.preset,
-        store=args.store,
-        max_rounds=args.max_rounds,
-        max_llm_calls=args.max_llm_calls,
-        query_rewrite=args.rewrite,
-        llm_roles=[r.strip() for r in args.llm_roles.split(",") if r.strip()]
-        if args.llm_roles
-        else None,
-    )
+    ctx = Context(**context_values(args), store=args.store)
     docs = args.doc or []
     question: QAInput = {
         "question": args.question,

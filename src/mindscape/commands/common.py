@@ -30,6 +30,58 @@ def examples(*lines: str) -> dict[str, Any]:
     }
 
 
+def add_context_option(p: argparse.ArgumentParser, name: str, *flags: str, **kwargs: Any) -> None:
+    """An option for the :class:`~mindscape.context.Context` field `name` (flag: ``--name``
+    unless `flags` are given). It defaults to None, so that an option not given leaves the
+    value to the preset or the Context; its help is the field's doc with its real default,
+    after `help` when one is given. :func:`context_values` collects what was given."""
+    lead = kwargs.pop("help", "")
+    p.add_argument(
+        *(flags or (f"--{name.replace('_', '-')}",)),
+        dest=name,
+        default=None,
+        help=" ".join(filter(None, [lead, context_help(name)])).replace("%", "%%"),
+        **kwargs,
+    )
+    p.set_defaults(context_fields=(*(p.get_default("context_fields") or ()), name))
+
+
+def context_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The Context fields given on the command line (options added by
+    :func:`add_context_option`)."""
+    names = getattr(args, "context_fields", ())
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
+def context_help(name: str) -> str:
+    """The doc of the Context field `name` and its real default, with the presets that set
+    another value (``default: 5; naive, raptor: 1``)."""
+    from dataclasses import fields
+
+    from mindscape.context import Context, preset_defaults
+    from mindscape.presets import PRESETS
+
+    field = next(f for f in fields(Context) if f.name == name)
+    doc = field.metadata["description"]
+    if name not in preset_defaults():
+        return doc if field.default is None else f"{doc} Default: {_shown(field.default)}."
+    others: dict[str, list[str]] = {}
+    for preset in PRESETS.values():
+        if name in preset.values:
+            others.setdefault(_shown(preset.values[name]), []).append(preset.name)
+    exceptions = "".join(f"; {', '.join(names)}: {value}" for value, names in others.items())
+    return f"{doc} Default: {_shown(preset_defaults()[name])}{exceptions}."
+
+
+def _shown(value: Any) -> str:
+    """A default as a user types it: on/off, a plain number or word, ``k v`` pairs."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    return str(value)
+
+
 def add_quiet_option(p: argparse.ArgumentParser) -> None:
     """`--quiet`: no progress bars and no notices; results and errors only."""
     p.add_argument(
@@ -42,9 +94,11 @@ def add_quiet_option(p: argparse.ArgumentParser) -> None:
 
 def add_store_option(p: argparse.ArgumentParser) -> None:
     """`--store DIR` (default: $MINDSCAPE_STORE or ./.mindscape/store)."""
+    from mindscape.context import env_store
+
     p.add_argument(
         "--store",
-        default=os.environ.get("MINDSCAPE_STORE", DEFAULT_STORE),
+        default=env_store() or DEFAULT_STORE,
         help="store directory (default: $MINDSCAPE_STORE or %(default)s)",
     )
 

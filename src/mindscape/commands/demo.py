@@ -13,10 +13,13 @@ import json
 import re
 import time
 from importlib import resources
+from typing import Any
 
 from mindscape.commands.common import (
+    add_context_option,
     add_model_options,
     add_quiet_option,
+    context_values,
     examples,
     settings_from_args,
 )
@@ -43,9 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_model_options(p)
     add_quiet_option(p)
     p.add_argument("--json", action="store_true", help="one JSON object per answer (JSON lines)")
-    p.add_argument(
-        "--preset", choices=PRESET_NAMES, default="mindscape", help="default: %(default)s"
-    )
+    add_context_option(p, "preset", choices=PRESET_NAMES)
     p.set_defaults(func=run)
     p.add_argument(
         "--top", type=int, default=3, help="passages shown per question (default %(default)s)"
@@ -64,56 +65,32 @@ def run(args: argparse.Namespace) -> int:
     from mindscape.deps import Deps
     from mindscape.embeddings import load_embedder
     from mindscape.graphs.qa import answer_question
-    from mindscape.memory.indexer import Indexer
-    from mindscape.memory.store import MemoryStore
 
-    data = resources.files("mindscape") / "data"
-    spec = json.loads((data / "demo.json").read_text())
-    text = (data / spec["file"]).read_text()
+    spec = json.loads((resources.files("mindscape") / "data" / "demo.json").read_text())
     path = args.store or DEMO_STORE
-    store = MemoryStore(path)
     embedder = load_embedder(args.embedder)
-    indexer = Indexer(store, embedder, progress=not args.quiet)
-    report = indexer.index(spec["doc_id"], text, title=spec["title"])
-    state = "already indexed" if report.skipped else f"indexed in {report.seconds:.1f}s"
-    layers = store.summary()["layers"]
-    store.close()
+    header = _index_story(spec, path, embedder, progress=not args.quiet)
     deps = Deps(embedder=embedder, llm_settings=settings_from_args(args))
     settings = deps.settings()
     if not args.json:
-        print(f"{spec['title']}: {report.tokens} tokens, {state}")
-        print("layers: " + ", ".join(f"{k} {v}" for k, v in layers.items()))
+        print(header)
         print(
             f"answering with: {settings.backend}"
             + (f" ({settings.model_name()})" if settings.backend != "extractive" else "")
         )
     total, right, tokens = 0.0, 0, 0
     for item in spec["questions"]:
-        question = item["question"]
+        question = {"question": item["question"], "doc_id": spec["doc_id"]}
         t0 = time.perf_counter()
-        out = answer_question(
-            {"question": question, "doc_id": spec["doc_id"]},
-            preset=args.preset,
-            store=path,
-            deps=deps,
-        )
+        out = answer_question(question, store=path, deps=deps, **context_values(args))
         seconds = time.perf_counter() - t0
         ok = is_right(out["answer"], item["accept"])
         total, right, tokens = total + seconds, right + ok, tokens + out.get("tokens_in", 0)
         if args.json:
-            row = {"question": question, **result_json(out), "seconds": seconds}
+            row = {"question": item["question"], **result_json(out), "seconds": seconds}
             print(json.dumps({**row, "reference": item["reference"], "right": ok}))
-            continue
-        print(f"\nQ: {question}")
-        print(f"A: {out['answer']}   [{'right' if ok else 'wrong'}]")
-        print(f"   reference: {item['reference']}")
-        print(
-            f"   rounds {out['rounds']}, confidence {out.get('confidence', 0):.2f}, "
-            f"LLM calls {out['llm_calls']}, input tokens {out.get('tokens_in', 0)}, {seconds:.1f}s"
-        )
-        for ev in (out.get("evidence") or [])[: args.top]:
-            passage = " ".join(ev["text"].split())
-            print(f"   [{ev['layer']} {', '.join(ev['chunk_ids'][:3])}] {passage[:200]}")
+        else:
+            _print_answer(item, out, ok, seconds, top=args.top)
     if not args.json:
         n = len(spec["questions"])
         print(
@@ -121,3 +98,40 @@ def run(args: argparse.Namespace) -> int:
             f"{tokens / n:.0f} input tokens per question"
         )
     return 0
+
+
+def _index_story(spec: dict[str, Any], path: str, embedder: Any, *, progress: bool) -> str:
+    """Index the bundled story into the store at `path` (skipped when it is there); the two
+    lines that describe it."""
+    from mindscape.memory.indexer import Indexer
+    from mindscape.memory.store import MemoryStore
+
+    text = (resources.files("mindscape") / "data" / spec["file"]).read_text()
+    store = MemoryStore(path)
+    report = Indexer(store, embedder, progress=progress).index(
+        spec["doc_id"], text, title=spec["title"]
+    )
+    state = "already indexed" if report.skipped else f"indexed in {report.seconds:.1f}s"
+    layers = store.summary()["layers"]
+    store.close()
+    return (
+        f"{spec['title']}: {report.tokens} tokens, {state}\n"
+        + "layers: "
+        + ", ".join(f"{k} {v}" for k, v in layers.items())
+    )
+
+
+def _print_answer(
+    item: dict[str, Any], out: dict[str, Any], ok: bool, seconds: float, *, top: int
+) -> None:
+    """One answer with its reference, cost and `top` passages."""
+    print(f"\nQ: {item['question']}")
+    print(f"A: {out['answer']}   [{'right' if ok else 'wrong'}]")
+    print(f"   reference: {item['reference']}")
+    print(
+        f"   rounds {out['rounds']}, confidence {out.get('confidence', 0):.2f}, "
+        f"LLM calls {out['llm_calls']}, input tokens {out.get('tokens_in', 0)}, {seconds:.1f}s"
+    )
+    for ev in (out.get("evidence") or [])[:top]:
+        passage = " ".join(ev["text"].split())
+        print(f"   [{ev['layer']} {', '.join(ev['chunk_ids'][:3])}] {passage[:200]}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from mindscape.commands.common import LLM_CHOICES, add_quiet_option, examples
 from mindscape.errors import MindscapeError
 
 if TYPE_CHECKING:
+    from mindscape.deps import BackendChoice
     from mindscape.eval.runner import EvalSettings
     from mindscape.llm import LLMSettings
 
@@ -102,22 +102,19 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the evaluation and print the report's headline figures."""
-    from mindscape.eval.runner import run_eval
+    from mindscape.deps import choose_backend
+    from mindscape.eval.runner import prepare, run_eval
+    from mindscape.llm import LLMSettings
 
     presets = _presets(args.preset)
     _check_dataset(args.bench, args.dataset)
-    if args.llm:  # the graph's default Deps read the backend from the environment
-        os.environ["MINDSCAPE_LLM_BACKEND"] = args.llm
-    from mindscape.llm import LLMSettings
-
-    llm = LLMSettings.from_env().resolved()
-    if args.estimate:
-        return _estimate(args, presets, llm.backend)
+    llm = LLMSettings.from_env(backend=args.llm)
+    choice = choose_backend("auto", llm)  # what answers, by the graph's own rule
     out = Path(args.out or f"runs/eval/{args.dataset}-{args.split}")
-    settings = _eval_settings(args, presets, out, llm)
+    settings = _eval_settings(args, presets, out, llm, choice.settings or llm)
+    if args.estimate:
+        return _estimate(settings, choice, as_json=args.json)
     if args.index_only:
-        from mindscape.eval.runner import prepare
-
         prepare(settings)
         return 0
     report = run_eval(settings)
@@ -154,29 +151,34 @@ def _check_dataset(bench: str, dataset: str) -> None:
 
 
 def _eval_settings(
-    args: argparse.Namespace, presets: list[str], out: Path, llm: LLMSettings
+    args: argparse.Namespace,
+    presets: list[str],
+    out: Path,
+    llm: LLMSettings,
+    resolved: LLMSettings,
 ) -> EvalSettings:
-    """The runner's settings from the options, with the provenance of the run."""
+    """The runner's settings from the options, with the provenance of the run: `llm` are the
+    settings the answers use (``auto`` left for the graph's deps to resolve, with its
+    notice), `resolved` what they resolve to."""
     from mindscape.eval.runner import EvalSettings
 
+    same = ("dataset", "split", "limit", "per_doc", "sample", "seed", "concurrency", "pooled")
     return EvalSettings(
+        **{name: getattr(args, name) for name in same},  # the options of the same name
         bench=Path(args.bench),
-        dataset=args.dataset,
-        split=args.split,
         presets=presets,
         out=out,
         stores=Path(args.stores),
-        limit=args.limit,
-        per_doc=args.per_doc,
-        sample=args.sample,
-        seed=args.seed,
-        concurrency=args.concurrency,
-        pooled=args.pooled,
         progress=not args.quiet,
+        llm=llm,
         extra={
             "command": " ".join(["mindscape", *sys.argv[1:]]),
             "code_version": code_version(),
-            "llm": {"backend": llm.backend, "model": llm.model_name(), "base_url": llm.base_url},
+            "llm": {
+                "backend": resolved.backend,
+                "model": resolved.model_name(),
+                "base_url": resolved.base_url,
+            },
         },
     )
 
@@ -192,27 +194,19 @@ def _print_headlines(groups: list) -> None:
         print(f"  {g['preset']:<10} {g['dataset']}: n {g['n']}, {figure}")
 
 
-def _estimate(args: argparse.Namespace, presets: list[str], backend: str) -> int:
+def _estimate(settings: EvalSettings, choice: BackendChoice, *, as_json: bool) -> int:
     """`eval --estimate`: per preset, the least and the most the answers would cost."""
     from mindscape.estimate import Cost, eval_cost
-    from mindscape.eval.bench import load_questions
+    from mindscape.eval.runner import split_questions
 
-    qs = load_questions(
-        args.bench,
-        args.dataset,
-        args.split,
-        args.limit,
-        per_doc=args.per_doc,
-        sample=args.sample,
-        seed=args.seed,
-    )
+    qs = split_questions(settings)
     asked = [(q.question, q.options) for q in qs]
     rows: dict[str, dict[str, list[float]]] = {}
-    for preset in presets:
+    for preset in settings.presets:
         least, most = (
             (Cost(), Cost())
-            if backend == "extractive"
-            else eval_cost(asked, preset, local=backend == "local")
+            if choice.reasoner == "extractive"
+            else eval_cost(asked, preset, local=choice.local)
         )
         rows[preset] = {
             "calls": [least.calls, most.calls],
@@ -220,7 +214,8 @@ def _estimate(args: argparse.Namespace, presets: list[str], backend: str) -> int
             "tokens_out": [least.tokens_out, most.tokens_out],
             "minutes_local": [round(least.seconds() / 60, 1), round(most.seconds() / 60, 1)],
         }
-    if args.json:
+    backend = choice.settings.backend if choice.settings else "extractive"
+    if as_json:
         out = {"backend": backend, "questions": len(qs), "presets": rows, "range": "least, most"}
         print(json.dumps(out, indent=2))
         return 0

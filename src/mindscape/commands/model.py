@@ -16,6 +16,10 @@ import signal
 import threading
 
 from mindscape.commands.common import add_quiet_option, examples, say
+from mindscape.llm.settings import LLMSettings
+
+LOCAL_CTX = LLMSettings.local_ctx
+"""`serve --ctx`'s default: the local model's context size (``LLMSettings.local_ctx``)."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -69,7 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--json", action="store_true", help="print the server's address as JSON")
     v.add_argument("--port", type=int, default=None, help="default: a free port")
     v.add_argument("--threads", type=int, default=None, help="default: every usable core")
-    v.add_argument("--ctx", type=int, default=8192, help="context size (default %(default)s)")
+    v.add_argument("--ctx", type=int, default=LOCAL_CTX, help="context size (default %(default)s)")
     v.add_argument(
         "--local-model",
         default=None,
@@ -105,7 +109,7 @@ def run_install(args: argparse.Namespace) -> int:
 
 def run_status(args: argparse.Namespace) -> int:
     """Print the model path, its state and the backend `auto` resolves to."""
-    from mindscape.llm import LLMSettings, resolve_backend
+    from mindscape.llm import resolve_backend
     from mindscape.llm.local_model import default_model_path, find_model, runtime_available
 
     settings = LLMSettings.from_env()

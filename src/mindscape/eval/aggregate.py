@@ -73,12 +73,33 @@ def _finite_values(values: Iterable[Any]) -> list[float]:
     return out
 
 
-def summarize_values(
-    values: Iterable[Any], n_resamples: int = 1000, alpha: float = 0.05, seed: int = 0
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Bootstrap:
+    """The report's confidence intervals: a seeded percentile bootstrap of the mean."""
+
+    n_resamples: int = 1000
+    alpha: float = 0.05
+    """1 - the CI's level (0.05: a 95% CI)."""
+    seed: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """How the CIs were made, as report.json records it."""
+        return {
+            "method": "percentile bootstrap of the mean",
+            "level": 1 - self.alpha,
+            "n_resamples": self.n_resamples,
+            "seed": self.seed,
+        }
+
+
+CI = Bootstrap()
+"""The report's default CIs."""
+
+
+def summarize_values(values: Iterable[Any], ci: Bootstrap = CI) -> dict[str, Any]:
     """`{"mean", "low", "high", "n"}` of the finite values, with a bootstrap CI."""
     data = _finite_values(values)
-    mean, low, high = bootstrap_ci(data, n_resamples=n_resamples, alpha=alpha, seed=seed)
+    mean, low, high = bootstrap_ci(data, n_resamples=ci.n_resamples, alpha=ci.alpha, seed=ci.seed)
     return {"mean": mean, "low": low, "high": high, "n": len(data)}
 
 
@@ -111,12 +132,7 @@ def record_correct(record: Mapping[str, Any]) -> bool:
     )
 
 
-def pair_summary(
-    records: Sequence[Mapping[str, Any]],
-    n_resamples: int = 1000,
-    alpha: float = 0.05,
-    seed: int = 0,
-) -> dict[str, Any] | None:
+def pair_summary(records: Sequence[Mapping[str, Any]], ci: Bootstrap = CI) -> dict[str, Any] | None:
     """Pair accuracy with a bootstrap CI over pairs; None if no record has a pair_index."""
     paired = [
         {"pair_index": r["pair_index"], "correct": record_correct(r)}
@@ -126,22 +142,18 @@ def pair_summary(
     if not paired:
         return None
     outcomes = pair_outcomes(paired)
-    return summarize_values([float(ok) for ok in outcomes.values()], n_resamples, alpha, seed)
+    return summarize_values([float(ok) for ok in outcomes.values()], ci)
 
 
 def ranked_summary(
-    records: Sequence[Mapping[str, Any]],
-    field_name: str,
-    n_resamples: int = 1000,
-    alpha: float = 0.05,
-    seed: int = 0,
+    records: Sequence[Mapping[str, Any]], field_name: str, ci: Bootstrap = CI
 ) -> dict[str, dict[str, Any]]:
     """Summary per k of a ranked field (e.g. recall_at_k), keys as strings sorted by k."""
     by_k: dict[int, list[Any]] = {}
     for record in records:
         for k, value in (record.get(field_name) or {}).items():
             by_k.setdefault(int(k), []).append(value)
-    return {str(k): summarize_values(by_k[k], n_resamples, alpha, seed) for k in sorted(by_k)}
+    return {str(k): summarize_values(by_k[k], ci) for k in sorted(by_k)}
 
 
 def cost_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -159,21 +171,14 @@ def cost_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, An
 
 
 def summarize_group(
-    preset: str,
-    dataset: str,
-    records: Sequence[Mapping[str, Any]],
-    n_resamples: int = 1000,
-    alpha: float = 0.05,
-    seed: int = 0,
+    preset: str, dataset: str, records: Sequence[Mapping[str, Any]], ci: Bootstrap = CI
 ) -> dict[str, Any]:
     """All numbers of one (preset, dataset) group."""
     metrics = {
-        name: summarize_values(
-            [(r.get("metrics") or {}).get(name) for r in records], n_resamples, alpha, seed
-        )
+        name: summarize_values([(r.get("metrics") or {}).get(name) for r in records], ci)
         for name in metric_names(records)
     }
-    pairs = pair_summary(records, n_resamples, alpha, seed)
+    pairs = pair_summary(records, ci)
     if pairs is not None:
         metrics[PAIR_METRIC] = pairs
     group: dict[str, Any] = {
@@ -185,7 +190,7 @@ def summarize_group(
         "cost": cost_summary(records),
     }
     for name in RANKED_FIELDS:
-        ranked = ranked_summary(records, name, n_resamples, alpha, seed)
+        ranked = ranked_summary(records, name, ci)
         if ranked:
             group[name] = ranked
     return group
@@ -201,26 +206,17 @@ def primary_metric(group: Mapping[str, Any]) -> str | None:
 
 
 def build_report(
-    records: Iterable[Mapping[str, Any]],
-    provenance: Provenance,
-    n_resamples: int = 1000,
-    alpha: float = 0.05,
-    seed: int = 0,
+    records: Iterable[Mapping[str, Any]], provenance: Provenance, ci: Bootstrap = CI
 ) -> dict[str, Any]:
     """The full report as a dict (what report.json holds); NaN stays NaN here."""
     records = list(records)
     groups = [
-        summarize_group(preset, dataset, group, n_resamples, alpha, seed)
+        summarize_group(preset, dataset, group, ci)
         for (preset, dataset), group in group_records(records).items()
     ]
     return {
         "provenance": asdict(provenance),
-        "ci": {
-            "method": "percentile bootstrap of the mean",
-            "level": 1 - alpha,
-            "n_resamples": n_resamples,
-            "seed": seed,
-        },
+        "ci": ci.as_dict(),
         "n_records": len(records),
         "presets": list(dict.fromkeys(g["preset"] for g in groups)),
         "datasets": list(dict.fromkeys(g["dataset"] for g in groups)),

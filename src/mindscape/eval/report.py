@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from mindscape.eval.aggregate import (
+    CI,
     CORRECT_METRICS,
     COST_FIELDS,
     PAIR_METRIC,
     PRIMARY_METRICS,
     RANKED_FIELDS,
+    Bootstrap,
     Provenance,
     build_report,
     cost_summary,
@@ -42,6 +44,7 @@ from mindscape.eval.markdown import markdown_table, render_markdown
 from mindscape.eval.plots import plot_metrics, plot_quality_vs_calls, plot_ranked, write_plots
 
 __all__ = [
+    "CI",
     "CORRECT_METRICS",
     "COST_FIELDS",
     "FILE_JSON",
@@ -49,6 +52,7 @@ __all__ = [
     "PAIR_METRIC",
     "PRIMARY_METRICS",
     "RANKED_FIELDS",
+    "Bootstrap",
     "Provenance",
     "build_report",
     "cost_summary",
@@ -78,9 +82,7 @@ def write_report(
     records: Iterable[Mapping[str, Any]],
     out_dir: str | Path,
     provenance: Provenance,
-    n_resamples: int = 1000,
-    alpha: float = 0.05,
-    seed: int = 0,
+    ci: Bootstrap = CI,
     plots: bool = True,
 ) -> dict[str, Any]:
     """Build the report and write report.json, report.md and (if `plots`) PNGs to out_dir.
@@ -89,7 +91,7 @@ def write_report(
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    report = build_report(records, provenance, n_resamples, alpha, seed)
+    report = build_report(records, provenance, ci)
     plot_paths = write_plots(report, out) if plots else []
     json_path = out / FILE_JSON
     json_path.write_text(json.dumps(json_safe(report), indent=2) + "\n", encoding="utf-8")

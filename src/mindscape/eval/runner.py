@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mindscape.eval import metrics
 from mindscape.eval.bench import (
@@ -30,6 +30,9 @@ from mindscape.eval.bench import (
     load_questions,
     system_view,
 )
+
+if TYPE_CHECKING:
+    from mindscape.llm import LLMSettings
 
 RECALL_KS = (5, 10, 20)
 AnswerFn = Callable[[dict[str, Any], str, Path], dict[str, Any]]
@@ -54,6 +57,8 @@ class EvalSettings:
     concurrency: int = 1
     pooled: bool = False
     progress: bool = True
+    llm: LLMSettings | None = None
+    """The LLM settings the answers use (None: from the environment, when first needed)."""
     extra: dict[str, Any] = field(default_factory=dict)
     pool_key: str = ""
     """``--pooled``: the hash of the pooled documents (:func:`pooled`), part of the store's
@@ -152,11 +157,20 @@ def split_questions(settings: EvalSettings) -> list[BenchQuestion]:
 
 def prepare(settings: EvalSettings, embedder: Any = None) -> tuple[list[BenchQuestion], list[str]]:
     """Load the split's questions and build the stores of their documents."""
+    _, questions, doc_ids = _prepared(settings, embedder)
+    return questions, doc_ids
+
+
+def _prepared(
+    settings: EvalSettings, embedder: Any
+) -> tuple[EvalSettings, list[BenchQuestion], list[str]]:
+    """:func:`prepare`, with the settings keyed to the pooled documents (``--pooled``)."""
     questions = split_questions(settings)
     doc_ids = sorted({q.doc_id for q in questions})
     docs = load_documents(settings.bench, settings.dataset, settings.split, doc_ids=doc_ids)
-    build_stores(pooled(settings, docs), docs, embedder)
-    return questions, doc_ids
+    settings = pooled(settings, docs)
+    build_stores(settings, docs, embedder)
+    return settings, questions, doc_ids
 
 
 def run_eval(
@@ -165,11 +179,7 @@ def run_eval(
     """Evaluate; returns the report dict (also written under `settings.out`)."""
     from mindscape.eval.report import Provenance, write_report
 
-    questions = split_questions(settings)
-    doc_ids = sorted({q.doc_id for q in questions})
-    docs = load_documents(settings.bench, settings.dataset, settings.split, doc_ids=doc_ids)
-    settings = pooled(settings, docs)
-    build_stores(settings, docs, embedder)
+    settings, questions, doc_ids = _prepared(settings, embedder)
     spans = _chunk_spans(settings, doc_ids)
     settings.out.mkdir(parents=True, exist_ok=True)
     results = settings.out / "results.jsonl"
@@ -184,30 +194,7 @@ def run_eval(
         preset, q = item
         t0 = time.perf_counter()
         out = answer(system_view(q), preset, store_dir(settings, q.doc_id))
-        rec = {
-            "preset": preset,
-            "qid": q.qid,
-            "dataset": q.dataset,
-            "doc_id": q.doc_id,
-            "task": q.task,
-            "answer": out.get("answer"),
-            "llm_calls": out.get("llm_calls", 0),
-            "tokens_in": out.get("tokens_in", 0),
-            "tokens_out": out.get("tokens_out", 0),
-            "llm_fallbacks": out.get("llm_fallbacks", 0),
-            "rounds": out.get("rounds", 0),
-            "stop_reason": out.get("stop_reason"),
-            "confidence": out.get("confidence"),
-            "evidence": [e.get("unit_id") for e in out.get("evidence") or []],
-            "answer_round": out.get("answer_round", 0),
-            "read": answer_read(out),
-            "latency_s": round(time.perf_counter() - t0, 4),
-            **score(q, out, spans),
-        }
-        if q.pair_index is not None:
-            rec["pair_index"] = q.pair_index
-        if "is_question_modified" in q.meta:
-            rec["is_question_modified"] = bool(q.meta["is_question_modified"])
+        rec = record(q, preset, out, spans, latency_s=time.perf_counter() - t0)
         with lock, results.open("a") as f:
             f.write(json.dumps(rec) + "\n")
 
@@ -223,6 +210,42 @@ def run_eval(
     return write_report(records, settings.out, provenance)["report"]
 
 
+def record(
+    q: BenchQuestion,
+    preset: str,
+    out: dict[str, Any],
+    spans: dict[str, tuple[int, int]],
+    *,
+    latency_s: float,
+) -> dict[str, Any]:
+    """The `results.jsonl` line of one answer: what it cost and read, and its scores."""
+    rec = {
+        "preset": preset,
+        "qid": q.qid,
+        "dataset": q.dataset,
+        "doc_id": q.doc_id,
+        "task": q.task,
+        "answer": out.get("answer"),
+        "llm_calls": out.get("llm_calls", 0),
+        "tokens_in": out.get("tokens_in", 0),
+        "tokens_out": out.get("tokens_out", 0),
+        "llm_fallbacks": out.get("llm_fallbacks", 0),
+        "rounds": out.get("rounds", 0),
+        "stop_reason": out.get("stop_reason"),
+        "confidence": out.get("confidence"),
+        "evidence": [e.get("unit_id") for e in out.get("evidence") or []],
+        "answer_round": out.get("answer_round", 0),
+        "read": answer_read(out),
+        "latency_s": round(latency_s, 4),
+        **score(q, out, spans),
+    }
+    if q.pair_index is not None:
+        rec["pair_index"] = q.pair_index
+    if "is_question_modified" in q.meta:
+        rec["is_question_modified"] = bool(q.meta["is_question_modified"])
+    return rec
+
+
 def answer_read(output: dict[str, Any]) -> list[str]:
     """Unit ids the answer's own attempt read (from its round of the trace)."""
     round_ = output.get("answer_round")
@@ -233,11 +256,15 @@ def answer_read(output: dict[str, Any]) -> list[str]:
 
 
 def graph_answer_fn(settings: EvalSettings) -> AnswerFn:
-    """Answers with the compiled QA graph; one graph per store directory, built lazily."""
+    """Answers with the compiled QA graph and deps of the run's LLM settings (the graph is
+    built on the first answer; stores and retrievers are opened per store directory)."""
+    from mindscape.deps import Deps
     from mindscape.graphs.qa import answer_question
 
+    deps = Deps(llm_settings=settings.llm)
+
     def answer(view: dict[str, Any], preset: str, store: Path) -> dict[str, Any]:
-        return answer_question(view, preset=preset, store=str(store))
+        return answer_question(view, preset=preset, store=str(store), deps=deps)
 
     return answer
 

@@ -60,6 +60,16 @@ def tool_result(out: dict[str, Any]) -> str:
     )
 
 
+def tool_input(args: dict[str, Any]) -> QAInput:
+    """The QA input for the tool's arguments (validated by :class:`AskBookArgs`)."""
+    return QAInput(
+        question=args["question"],
+        doc_id=args.get("doc_id"),
+        task=args.get("task"),
+        options=args.get("options"),
+    )
+
+
 def make_qa_tool(
     deps: Deps | None = None,
     *,
@@ -71,31 +81,11 @@ def make_qa_tool(
     graph = qa_subgraph(deps)
     ctx = context or Context()
 
-    def ask_book(
-        question: str,
-        doc_id: str | None = None,
-        task: str | None = None,
-        options: list[str] | None = None,
-    ) -> str:
-        return tool_result(
-            graph.invoke(
-                QAInput(question=question, doc_id=doc_id, task=task, options=options),
-                context=ctx,
-            )
-        )
+    def ask_book(**args: Any) -> str:
+        return tool_result(graph.invoke(tool_input(args), context=ctx))
 
-    async def aask_book(
-        question: str,
-        doc_id: str | None = None,
-        task: str | None = None,
-        options: list[str] | None = None,
-    ) -> str:
-        return tool_result(
-            await graph.ainvoke(
-                QAInput(question=question, doc_id=doc_id, task=task, options=options),
-                context=ctx,
-            )
-        )
+    async def aask_book(**args: Any) -> str:
+        return tool_result(await graph.ainvoke(tool_input(args), context=ctx))
 
     return StructuredTool.from_function(
         func=ask_book,

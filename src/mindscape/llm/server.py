@@ -36,8 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mindscape.embeddings import cache_root
 from mindscape.errors import ModelError
+from mindscape.model_cache import cache_root
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from mindscape.memory.ranking import hybrid_scores
 from mindscape.memory.scope import Scope, top_rows
-from mindscape.memory.signature import SignatureParams
+from mindscape.memory.settings import SignatureParams
 
 
 @dataclass

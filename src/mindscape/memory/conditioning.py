@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,10 +22,8 @@ from mindscape.memory import signature as sig
 from mindscape.memory.activation import activate
 from mindscape.memory.ranking import hybrid_scores
 from mindscape.memory.scope import Scope
+from mindscape.memory.settings import RetrievalSettings
 from mindscape.memory.types import Layer, SignatureUnit
-
-if TYPE_CHECKING:
-    from mindscape.memory.retriever import RetrievalSettings
 
 
 @dataclass

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Collection, Iterable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,11 +36,17 @@ from langchain_core.embeddings import Embeddings
 from mindscape.embeddings import embedder_id
 from mindscape.memory.cache import content_key
 from mindscape.memory.chunking import BLOCK_CHARS, Chunk, iter_chunks
-from mindscape.memory.cluster import ClusterParams
 from mindscape.memory.embed_cache import EmbedCache, EmbedStats, in_context
+from mindscape.memory.index_config import (
+    LLM_PARTS,
+    PART_GROUPS,
+    IndexConfig,
+    ordered_parts,
+    parse_llm_parts,
+)
 from mindscape.memory.index_doc import DocText, Summarizer, doc_text
 from mindscape.memory.index_episodic import episodic_units
-from mindscape.memory.index_outline import COVERAGE, outline_units
+from mindscape.memory.index_outline import outline_units
 from mindscape.memory.index_raptor import raptor_units
 from mindscape.memory.index_triples import chunk_triples
 from mindscape.memory.mom_paths import CachedEvaluator, Evaluator, default_evaluator
@@ -48,94 +54,17 @@ from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS, Unit
 from mindscape.tokens import TokenCounter, default_counter
 
-LLM_PARTS: tuple[str, ...] = ("episodic", "semantic", "outline", "triples")
-"""The index parts an LLM can write (the indexer's stages, the estimate's parts): the session
-summaries, the semantic tree's summaries, the MoM outline (its N paths and their scoring) and
-the chunks' triples."""
-PART_GROUPS: dict[str, tuple[str, ...]] = {
-    "summaries": ("episodic", "semantic"),
-    "all": LLM_PARTS,
-}
-"""Names that stand for several parts in :func:`parse_llm_parts`."""
-
-
-def parse_llm_parts(spec: str) -> tuple[str, ...]:
-    """The parts a comma-separated list names (``outline,triples``; ``summaries`` is episodic
-    and semantic, ``all`` every part), in :data:`LLM_PARTS` order. Raises ValueError naming
-    the valid names on an unknown or empty one."""
-    names = [n.strip().lower() for n in spec.split(",")]
-    parts: set[str] = set()
-    for name in names:
-        if name in PART_GROUPS:
-            parts.update(PART_GROUPS[name])
-        elif name in LLM_PARTS:
-            parts.add(name)
-        else:
-            valid = ", ".join([*LLM_PARTS, *PART_GROUPS])
-            raise ValueError(f"unknown index LLM part {name!r} in {spec!r}; valid: {valid}")
-    return tuple(p for p in LLM_PARTS if p in parts)
-
-
-def ordered_parts(parts: Collection[str]) -> tuple[str, ...]:
-    """`parts` in :data:`LLM_PARTS` order; ValueError naming the parts on an unknown one."""
-    if isinstance(parts, str) or set(parts) - set(LLM_PARTS):
-        raise ValueError(
-            f"unknown index LLM part(s) {parts!r}; the parts are {', '.join(LLM_PARTS)}"
-        )
-    return tuple(p for p in LLM_PARTS if p in set(parts))
-
-
-@dataclass(frozen=True)
-class IndexConfig:
-    """How a document is cut and summarised. Changing any field re-indexes a document."""
-
-    chunk_size: int = 128
-    chunk_overlap: int = 16
-    window: int = 20
-    """W: chunks per episodic session for long documents (shorter windows for short ones)."""
-    summary_tokens: int = 160
-    """Length of session and cluster summaries."""
-    core_tokens: int = 120
-    """Length of an outline item's core content (offline)."""
-    max_section_chunks: int = 40
-    """Longer heading sections are split into parts of at most this many chunks."""
-    cluster: ClusterParams = field(default_factory=ClusterParams)
-    triples: bool = True
-    """Extract triples per chunk (LLM backend only)."""
-    mom_paths: int = 3
-    """N: candidate MoM memories per outline section (LLM backend only); an evaluator model
-    chooses one by clarity and completeness. 1: the single greedy memory, nothing scored."""
-    mom_k: int = 60
-    """k of the reciprocal-rank fusion that chooses among the MoM paths."""
-    llm_parts: Collection[str] = LLM_PARTS
-    """The parts an index LLM writes (names from :data:`LLM_PARTS`, any collection; kept as a
-    tuple in that order). The others are built as without an LLM: extractive summaries, the
-    offline outline (headings or windows, extractive cores), no triples. Default: all."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "llm_parts", ordered_parts(self.llm_parts))
-
-    def llm_writes(self, part: str) -> bool:
-        """Whether an index LLM (when there is one) writes `part`."""
-        return part in self.llm_parts
-
-    def fingerprint(self, embedder: str, llm: str) -> str:
-        """A hash of everything that shapes the index. Without an LLM (`llm` "offline" or "")
-        the MoM path settings and the LLM parts shape nothing and are left out, so such a
-        store stays current when they change; with one, the parts are in only when they are
-        not all of them (an index of every part keeps the fingerprint it had before parts
-        could be chosen), and the path settings and the rule mapping items to chunks
-        (:data:`~mindscape.memory.index_outline.COVERAGE`) only when the LLM writes the
-        outline."""
-        fields: dict[str, Any] = asdict(self)
-        offline = llm in ("offline", "")
-        if offline or not self.llm_writes("outline"):
-            del fields["mom_paths"], fields["mom_k"]
-        else:
-            fields["outline_coverage"] = COVERAGE
-        if offline or self.llm_parts == LLM_PARTS:
-            del fields["llm_parts"]
-        return content_key(repr(fields), embedder, llm)[:16]
+__all__ = [
+    "LLM_PARTS",
+    "PART_GROUPS",
+    "BuiltDoc",
+    "IndexConfig",
+    "IndexReport",
+    "IndexWriter",
+    "Indexer",
+    "ordered_parts",
+    "parse_llm_parts",
+]
 
 
 @dataclass
@@ -158,7 +87,86 @@ class IndexReport:
     """The process's peak resident memory so far, in MB (0 where the OS does not say)."""
 
 
-class Indexer:
+@dataclass
+class BuiltDoc:
+    """A document's units and vectors, built but not yet written (:meth:`Indexer.commit`)."""
+
+    doc_id: str
+    text: str
+    title: str | None
+    units: list[Unit]
+    vecs: np.ndarray
+    report: IndexReport
+
+
+class IndexWriter:
+    """The store side of indexing: whether a document is current, and writing a built one.
+    A library run keeps one in the driver while its workers build (:mod:`mindscape.library`)."""
+
+    def __init__(self, store: MemoryStore, config: IndexConfig, emb_id: str, llm_id: str) -> None:
+        self.store, self.config, self.emb_id, self.llm_id = store, config, emb_id, llm_id
+
+    @property
+    def fingerprint(self) -> str:
+        """The index fingerprint of this configuration, embedder and LLM."""
+        return self.config.fingerprint(self.emb_id, self.llm_id)
+
+    def is_current(self, doc_id: str, text: str) -> bool:
+        """True when `doc_id` holds exactly this text, indexed with this configuration."""
+        return is_current(self.store, doc_id, text, self.fingerprint)
+
+    def skip_report(self, doc_id: str, text: str) -> IndexReport | None:
+        """The report of a document the store already holds this way, intact; None when it
+        needs building. (Its chunks may still need vectors in a new context: see
+        :meth:`index`.)"""
+        row = self.store.cache.doc(doc_id)
+        if row is None or not (
+            same_index(row, text, self.fingerprint) and vectors_intact(self.store, doc_id, row)
+        ):
+            return None
+        return IndexReport(
+            doc_id, skipped=True, tokens=row.get("tokens", 0), layers=row.get("layers", {})
+        )
+
+    def begin(self, doc_id: str, text: str, title: str | None) -> None:
+        """Claim the store for this embedder, drop the document's old units and mark it
+        ``indexing`` in the manifest (a run killed before :meth:`commit` redoes it)."""
+        self.store.claim_embedder(self.emb_id, doc_id=doc_id)  # before anything is deleted
+        if self.store.cache.doc(doc_id) is not None:
+            self.store.delete_doc(doc_id)
+        self.store.cache.set_doc(
+            doc_id, content_key(text), self.fingerprint, "indexing", title=title
+        )
+
+    def commit(self, built: BuiltDoc, *, started: float | None = None) -> IndexReport:
+        """Write a built document's units and vectors and mark it done in the manifest.
+        `started` (a ``perf_counter`` time) makes the report's seconds the whole run's."""
+        report, units = built.report, built.units
+        with self._stage(report, "write"):
+            self.store.upsert(units, built.vecs)
+        report.layers = {layer: sum(u.layer == layer for u in units) for layer in LAYERS}
+        if started is not None:
+            report.seconds = time.perf_counter() - started
+        report.peak_rss_mb = max(report.peak_rss_mb, peak_rss_mb())
+        chosen = {u.order: u.meta["mom"]["chosen"] for u in units if "mom" in u.meta}
+        self.store.cache.set_doc(
+            built.doc_id,
+            content_key(built.text),
+            self.fingerprint,
+            "done",
+            title=built.title,
+            tokens=report.tokens,
+            layers=report.layers,
+            doc_context=doc_context(built.doc_id, built.title),
+            **({"mom_chosen": [chosen[o] for o in sorted(chosen)]} if chosen else {}),
+        )
+        return report
+
+    def _stage(self, report: IndexReport, name: str) -> _Timer:
+        return _Timer(report.stage_seconds, name)
+
+
+class Indexer(IndexWriter):
     """Indexes documents into a `MemoryStore` with an embedder and an optional LLM."""
 
     def __init__(
@@ -172,10 +180,10 @@ class Indexer:
         progress: bool = True,
         evaluator: Evaluator | None = None,
     ) -> None:
-        self.store = store
+        llm_id = getattr(llm, "model_id", "offline") if llm is not None else "offline"
+        super().__init__(store, config or IndexConfig(), embedder_id(embedder), llm_id)
         self.embedder = embedder
         self.llm = llm
-        self.config = config or IndexConfig()
         self.evaluator: Evaluator | None = None
         """What chooses among MoM paths, its scores cached in the store (only with an LLM that
         writes the outline and more than one path; default: the local model in process,
@@ -184,15 +192,6 @@ class Indexer:
             self.evaluator = CachedEvaluator(evaluator or default_evaluator(), store.cache)
         self.counter = counter or default_counter()
         self.progress = progress
-        self.emb_id = embedder_id(embedder)
-        self.llm_id = getattr(llm, "model_id", "offline") if llm is not None else "offline"
-
-    # -- public ------------------------------------------------------------------------
-    def is_current(self, doc_id: str, text: str) -> bool:
-        """True when `doc_id` holds exactly this text, indexed with this configuration."""
-        return is_current(
-            self.store, doc_id, text, self.config.fingerprint(self.emb_id, self.llm_id)
-        )
 
     def index(self, doc_id: str, text: str, *, title: str | None = None) -> IndexReport:
         """Index one document (skipped when the same text was already indexed the same way).
@@ -200,48 +199,29 @@ class Indexer:
         A skipped document whose chunks have no vectors in this context yet (indexed before
         there were any, or under another title) gets them now, and nothing else."""
         t0 = time.perf_counter()
-        report = IndexReport(doc_id=doc_id)
-        content_hash = content_key(text)
-        fingerprint = self.config.fingerprint(self.emb_id, self.llm_id)
-        context = doc_context(doc_id, title)
-        row = self.store.cache.doc(doc_id)
-        if (
-            row is not None
-            and same_index(row, text, fingerprint)
-            and vectors_intact(self.store, doc_id, row)
-        ):
+        report = self.skip_report(doc_id, text)
+        if report is not None:
+            row = self.store.cache.doc(doc_id) or {}
+            context = doc_context(doc_id, title)
             if row.get("doc_context") != context:
                 self._add_context(row, context, title, report)
-            report.skipped = True
-            report.layers = row.get("layers", {})
-            report.tokens = row.get("tokens", 0)
             report.seconds = time.perf_counter() - t0
             return report
-        self.store.claim_embedder(self.emb_id, doc_id=doc_id)  # before anything is deleted
-        if row is not None:
-            self.store.delete_doc(doc_id)
-        self.store.cache.set_doc(doc_id, content_hash, fingerprint, "indexing", title=title)
-        run = _DocRun(self, doc_id, text, report, context)
+        self.begin(doc_id, text, title)
+        built = self.build(doc_id, text, title=title)
+        return self.commit(built, started=t0)
+
+    def build(self, doc_id: str, text: str, *, title: str | None = None) -> BuiltDoc:
+        """Every unit of the document and its vectors, through the store's cache; nothing is
+        written to the vector store (:meth:`commit` does that)."""
+        report = IndexReport(doc_id=doc_id)
+        t0 = time.perf_counter()
+        run = _DocRun(self, doc_id, text, report, doc_context(doc_id, title))
         units, vecs = run.build()
-        with self._stage(report, "write"):
-            self.store.upsert(units, vecs)
-        report.layers = {layer: sum(u.layer == layer for u in units) for layer in LAYERS}
         report.tokens = self.counter.count_long(text)
         report.seconds = time.perf_counter() - t0
         report.peak_rss_mb = peak_rss_mb()
-        chosen = {u.order: u.meta["mom"]["chosen"] for u in units if "mom" in u.meta}
-        self.store.cache.set_doc(
-            doc_id,
-            content_hash,
-            fingerprint,
-            "done",
-            title=title,
-            tokens=report.tokens,
-            layers=report.layers,
-            doc_context=context,
-            **({"mom_chosen": [chosen[o] for o in sorted(chosen)]} if chosen else {}),
-        )
-        return report
+        return BuiltDoc(doc_id, text, title, units, vecs, report)
 
     def _add_context(
         self, row: dict[str, Any], context: str, title: str | None, report: IndexReport
@@ -263,10 +243,6 @@ class Indexer:
             doc_id, row["content_hash"], row["config_hash"], row["status"], **info
         )
         report.stage_seconds["embed_context"] = time.perf_counter() - t0
-
-    # -- helpers used by _DocRun -------------------------------------------------------------
-    def _stage(self, report: IndexReport, name: str) -> _Timer:
-        return _Timer(report.stage_seconds, name)
 
     def _bar(
         self, iterable: Iterable[Any] | None, desc: str, total: int | None = None, unit: str = "it"
@@ -404,7 +380,8 @@ class _DocRun:
         return chunks
 
     def build(self) -> tuple[list[Unit], np.ndarray]:
-        ix, cfg, bar = self.ix, self.cfg, self.ix._bar
+        """Every unit of the document (chunks first) and their vectors, row-aligned."""
+        ix = self.ix
         with ix._stage(self.report, "chunk"):
             chunks = self.chunks()
         with ix._stage(self.report, "embed_chunks"):
@@ -418,6 +395,26 @@ class _DocRun:
                 [in_context(self.context, c.text) for c in chunks],
                 f"{self.doc_id} · embed chunks in context",
             )
+        window_of, units = self.layers(doc, chunk_vecs)
+        triples: dict[int, list[list[str]]] = {}
+        llm = self.llm_for("triples")
+        if llm is not None and self.cfg.triples:
+            with ix._stage(self.report, "triples"):
+                triples = chunk_triples(doc, llm, bar=ix._bar)
+        chunk_units = veridical_units(doc, chunks, window_of, triples)
+        with ix._stage(self.report, "embed_units"):
+            unit_vecs = self.embed.texts([u.text for u in units], "embed summaries")
+        self.report.embedded += self.stats.embedded
+        self.report.embed_cached += self.stats.cached
+        self.report.embed_seconds += self.stats.seconds
+        dim = chunk_vecs.shape[1] if len(chunk_vecs) else unit_vecs.shape[1]
+        all_vecs = np.vstack([chunk_vecs.reshape(-1, dim), unit_vecs.reshape(-1, dim)])
+        return chunk_units + units, all_vecs
+
+    def layers(self, doc: DocText, chunk_vecs: np.ndarray) -> tuple[dict[int, str], list[Unit]]:
+        """The episodic sessions, the semantic tree and the outline: (each chunk's session
+        id, the units in that order)."""
+        ix, cfg, bar = self.ix, self.cfg, self.ix._bar
         with ix._stage(self.report, "episodic"):
             episodic, window_of = episodic_units(
                 doc,
@@ -449,18 +446,4 @@ class _DocRun:
                 evaluator=ix.evaluator,
                 k=cfg.mom_k,
             )
-        triples: dict[int, list[list[str]]] = {}
-        llm = self.llm_for("triples")
-        if llm is not None and cfg.triples:
-            with ix._stage(self.report, "triples"):
-                triples = chunk_triples(doc, llm, bar=bar)
-        chunk_units = veridical_units(doc, chunks, window_of, triples)
-        units = [*episodic, *semantic, *outline]
-        with ix._stage(self.report, "embed_units"):
-            unit_vecs = self.embed.texts([u.text for u in units], "embed summaries")
-        self.report.embedded += self.stats.embedded
-        self.report.embed_cached += self.stats.cached
-        self.report.embed_seconds += self.stats.seconds
-        dim = chunk_vecs.shape[1] if len(chunk_vecs) else unit_vecs.shape[1]
-        all_vecs = np.vstack([chunk_vecs.reshape(-1, dim), unit_vecs.reshape(-1, dim)])
-        return chunk_units + units, all_vecs
+        return window_of, [*episodic, *semantic, *outline]

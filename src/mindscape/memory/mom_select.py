@@ -16,25 +16,15 @@ and ranks the candidates by reciprocal-rank fusion of the two rankings,
 ``1/(k + rank_clarity) + 1/(k + rank_completeness)``.
 
 These functions take the log-probabilities as plain numbers, so they are exact and testable on
-hand-made values; reading them from a model is the evaluator's job.
+hand-made values; reading them from a model is the evaluator's job (a boundary's break
+probability is the evaluator's :func:`~mindscape.llm.logprobs.yes_share` when asked whether
+the boundary is a real break).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-
-YES = ("yes", "true")
-NO = ("no", "false")
-
-
-def break_probability(top_logprobs: Mapping[str, float]) -> float:
-    """P(the boundary is a real break) from the evaluator's first answer token: the yes-mass
-    over the yes+no mass of its top log-probabilities (tokens compared stripped and lower
-    case). 0.5 when neither shows."""
-    yes = sum(math.exp(lp) for tok, lp in top_logprobs.items() if tok.strip().lower() in YES)
-    no = sum(math.exp(lp) for tok, lp in top_logprobs.items() if tok.strip().lower() in NO)
-    return yes / (yes + no) if yes + no > 0 else 0.5
+from collections.abc import Sequence
 
 
 def chunk_clarity(break_probs: Sequence[float]) -> float:

@@ -6,7 +6,10 @@ This module is the facade; each concept lives in a module named for it:
 the index; the math is :mod:`~mindscape.memory.signature`),
 :mod:`~mindscape.memory.conditioning` (s(σ,u), the α gate, the per-query plan) and
 :mod:`~mindscape.memory.late_fusion` (MoM) and :mod:`~mindscape.memory.raptor_collapse`
-(RAPTOR's collapsed tree over the hits of every layer).
+(RAPTOR's collapsed tree over the hits of every layer). The settings a retriever takes,
+:class:`SignatureParams` and :class:`RetrievalSettings`, live in the leaf
+:mod:`~mindscape.memory.settings` (re-exported here); the run's
+:class:`~mindscape.context.Context` builds them.
 
 * :meth:`Retriever.candidates` — the query-only activation view (E1): the top-K0 chunks by
   dense cosine, or by dense fused with BM25 (``SignatureParams.activation``).
@@ -29,22 +32,25 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 import numpy as np
 from cachetools import LRUCache
 from langchain_core.embeddings import Embeddings
 
-from mindscape.context import Context
 from mindscape.embeddings import embedder_id, encode_query
 from mindscape.memory.activation import activate
 from mindscape.memory.conditioning import QueryPlan, gated_alpha, layer_scores, resolve_signature
 from mindscape.memory.late_fusion import late_fusion
 from mindscape.memory.ranking import pack_budget
-from mindscape.memory.scope import DOC_CONTEXT, DOC_CONTEXTS, Scope, top_rows
-from mindscape.memory.signature import Activation, SignatureParams
+from mindscape.memory.scope import Scope, top_rows
+from mindscape.memory.settings import (
+    CHUNK_MODES,
+    SIGNATURE_MODES,
+    Activation,
+    RetrievalSettings,
+    SignatureParams,
+)
 from mindscape.memory.signature_select import select_signature
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS, Hit, Layer, SignatureUnit
@@ -53,143 +59,38 @@ from mindscape.tokens import TokenCounter, default_counter
 __all__ = [
     "RetrievalSettings",
     "Retriever",
-    "default_params",
-    "default_settings",
-    "literal_params",
+    "SignatureParams",
     "SIGNATURE_MODES",
     "CHUNK_MODES",
 ]
-
-SIGNATURE_MODES = ("mean", "max", "joined", "members", "window", "region")
-CHUNK_MODES = ("dense", "hybrid", "late-fusion")
-GATES = ("none", "doc")
-
-
-@dataclass(kw_only=True)
-class RetrievalSettings:
-    """How `Retriever.retrieve` works.
-
-    The fields a run sets have no defaults here: they come from the run's
-    :class:`~mindscape.context.Context` through
-    :meth:`~mindscape.context.Context.retrieval_settings`, and :func:`default_settings` gives
-    the defaults. The algorithm constants after ``signature_params`` have their own."""
-
-    alpha: float
-    """Weight of the signature score: s = (1-α)·s(q,c) + α·s(σ,c)."""
-    signature_mode: str
-    """How the signature scores a unit, s(σ,u):
-    ``mean`` — cosine with the normalised mean of the signature's summary vectors;
-    ``max`` — best cosine with one of the summary vectors;
-    ``joined`` — cosine with one embedding of the joined signature text (embedded per query);
-    ``members`` — best cosine with a member chunk of the signature's sessions (1 inside them);
-    ``window`` — 1 for chunks inside the signature's windows, else 0;
-    ``region`` — ``(1-ρ)·window + ρ·(the signature's coverage share of the unit's document)``,
-    ρ = ``region_doc_weight``. Units above chunk level take the mean over their chunks for
-    ``window``/``region``."""
-    budgets: dict[str, int]
-    """Token budget per layer; 0 switches a layer off."""
-    top_n: int
-    """Candidates per layer considered before budget packing."""
-    chunk_mode: str
-    """Veridical layer: dense | hybrid (BM25 + dense) | late-fusion (MoM: outline/core hits mapped to chunks, RRF)."""
-    hybrid_weight: float
-    """BM25 weight in hybrid mode: ``(1-w)·minmax(dense) + w·minmax(bm25)`` over the scope's chunks."""
-    gate: str
-    """Confidence gate on α: ``none``, or ``doc`` = α·conf^gate_power with conf the share of the
-    query's rank-weighted activation (its K0 candidates) lying in the signature's main document.
-    Within a single document conf = 1, so the gate only acts when several documents compete."""
-    narrative_order: bool
-    """Return packed veridical/episodic hits in source order (ComoRAG re-sorts them so) instead of by score."""
-    region_doc_weight: float
-    """ρ of the ``region`` signature mode: the weight of the document share against the
-    window term (see ``Context.region_doc_weight``)."""
-    signature_params: SignatureParams
-    """The run's signature selection; the α gate reads its activation view (K0, dense or
-    hybrid) from it, so the gate sees what chose σ."""
-    gate_power: float = 2.0
-    """Exponent of the confidence in the gate."""
-    fusion_layers: tuple[str, ...] = ("veridical", "outline")
-    """Late-fusion mode: the layers whose rankings are mapped to chunks and fused."""
-    rrf_k: int = 60
-    """Reciprocal-rank-fusion constant."""
-    dedupe_threshold: float = 0.95
-    """Late fusion: a chunk whose embedding cosine to a better one is at least this is dropped."""
-    window_weights: str = "flat"
-    """``window``/``region`` modes: ``flat`` = every signature window counts 1; ``gain`` = a
-    window counts its unit's coverage gain relative to the largest one."""
-    doc_context: str = DOC_CONTEXT
-    """A chunk's dense cosine: ``plain`` (its own vector), ``prefixed`` (its vector with the
-    document's title before it) or ``max`` (the higher of the two; see
-    :meth:`~mindscape.memory.scope.Scope.chunk_dense`)."""
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.alpha <= 1.0:
-            raise ValueError(f"alpha must be in [0, 1]; got {self.alpha}")
-        if self.window_weights not in ("flat", "gain"):
-            raise ValueError(
-                f"unknown window_weights {self.window_weights!r}; use 'flat' or 'gain'"
-            )
-        if self.signature_mode not in SIGNATURE_MODES:
-            raise ValueError(
-                f"unknown signature_mode {self.signature_mode!r}; use one of {SIGNATURE_MODES}"
-            )
-        if self.chunk_mode not in CHUNK_MODES:
-            raise ValueError(f"unknown chunk_mode {self.chunk_mode!r}; use one of {CHUNK_MODES}")
-        if self.doc_context not in DOC_CONTEXTS:
-            raise ValueError(f"unknown doc_context {self.doc_context!r}; use one of {DOC_CONTEXTS}")
-        if self.gate not in GATES:
-            raise ValueError(f"unknown gate {self.gate!r}; use one of {GATES}")
-        unknown = set(self.budgets) - set(LAYERS)
-        if unknown:
-            raise ValueError(f"unknown layers in budgets: {sorted(unknown)}")
-
-
-@cache
-def _run_context() -> Context:
-    return Context().resolved()
-
-
-def default_params(**overrides: Any) -> SignatureParams:
-    """The signature selection of a default run (chosen on the FairytaleQA dev split, see
-    docs/retrieval.md), with `overrides`: ``Context().signature_params()``."""
-    return dataclasses.replace(_run_context().signature_params(), **overrides)
-
-
-def literal_params(**overrides: Any) -> SignatureParams:
-    """MiA's literal objective: relevance and match through the session summary, dense
-    activation (the defaults differ in these three places)."""
-    literal: dict[str, Any] = {"relevance": "summary", "match": "summary", "activation": "dense"}
-    return default_params(**(literal | overrides))
-
-
-def default_settings(**overrides: Any) -> RetrievalSettings:
-    """The retrieval settings of a default run (``Context().retrieval_settings()``), with
-    `overrides`."""
-    return dataclasses.replace(_run_context().retrieval_settings(), **overrides)
 
 
 # --------------------------------------------------------------------------- the retriever
 
 
 class Retriever:
-    """Signature selection and signature-conditioned tri-layer retrieval over a store."""
+    """Signature selection and signature-conditioned tri-layer retrieval over a store.
+
+    `params` and `settings` are what a call that passes none uses; a run builds them from its
+    :class:`~mindscape.context.Context` (``ctx.signature_params()``,
+    ``ctx.retrieval_settings()``), a script from :mod:`mindscape.retrieval_defaults`."""
 
     def __init__(
         self,
         store: MemoryStore,
         embedder: Embeddings,
         *,
-        params: SignatureParams | None = None,
-        settings: RetrievalSettings | None = None,
+        params: SignatureParams,
+        settings: RetrievalSettings,
         counter: TokenCounter | None = None,
         cache_size: int = 8,
         query_cache_size: int = 256,
     ) -> None:
         self.store = store
         self.embedder = embedder
-        self.params = params or default_params()
+        self.params = params
         """Signature selection used when a call passes no params."""
-        self.settings = settings or default_settings()
+        self.settings = settings
         """Retrieval settings used when a call passes none."""
         self.counter = counter or default_counter()
         self._scopes: LRUCache[frozenset[str] | None, Scope] = LRUCache(maxsize=cache_size)
@@ -239,17 +140,21 @@ class Retriever:
         query: str,
         *,
         doc_ids: set[str] | None = None,
-        k0: int = 50,
+        k0: int | None = None,
         activation: Activation | None = None,
     ) -> list[Hit]:
         """Query-only top-k0 chunks (the E1 activation view), best first.
 
-        ``activation`` (default: the retriever's params) is ``dense`` or ``hybrid``; a hit's
-        ``score`` is the activation score, ``score_query`` the dense cosine, and
+        ``k0`` and ``activation`` (``dense`` or ``hybrid``) default to the retriever's params;
+        a hit's ``score`` is the activation score, ``score_query`` the dense cosine, and
         ``meta["rank"]`` its 0-based rank.
         """
         sc = self.scope(doc_ids)
-        p = dataclasses.replace(self.params, k0=k0, activation=activation or self.params.activation)
+        p = dataclasses.replace(
+            self.params,
+            k0=self.params.k0 if k0 is None else k0,
+            activation=activation or self.params.activation,
+        )
         act = activate(sc, query, self.embed_query(query), p)
         return [
             self._hit(sc.chunks.units[r], float(act.dense[r]), 0.0, float(act.score[r]), rank=i)
@@ -318,7 +223,8 @@ class Retriever:
     def _ranked(
         self, plan: QueryPlan, layer: Layer, n: int, exclude: set[str] | frozenset[str]
     ) -> list[Hit]:
-        """The n best units of a layer under the conditioned score, minus `exclude`."""
+        """The n best units of a layer under the conditioned score, minus `exclude`; each hit
+        records its rank and the plan's α in its meta."""
         view = plan.scope.views[layer]
         st = plan.settings
         if layer == "veridical" and st.chunk_mode == "late-fusion":
@@ -331,6 +237,7 @@ class Retriever:
                     f.score,
                     rank=i,
                     fused_from=f.fused_from,
+                    alpha=plan.alpha,
                 )
                 for i, f in enumerate(late_fusion(plan, n, exclude))
             ]
@@ -343,7 +250,14 @@ class Retriever:
                 n = min(n, len(view) - len(gone))
         rows = top_rows(fused, n)
         return [
-            self._hit(view.units[r], float(s_q[r]), float(s_sig[r]), float(fused[r]), rank=i)
+            self._hit(
+                view.units[r],
+                float(s_q[r]),
+                float(s_sig[r]),
+                float(fused[r]),
+                rank=i,
+                alpha=plan.alpha,
+            )
             for i, r in enumerate(rows)
         ]
 
@@ -376,8 +290,6 @@ class Retriever:
             packed = pack_budget(ranked, lambda h: h.tokens, budget)
             if st.narrative_order and layer in ("veridical", "episodic"):
                 packed.sort(key=lambda h: (h.doc_id, h.meta.get("order", 0)))
-            for h in packed:
-                h.meta["alpha"] = plan.alpha
             out[layer] = packed
         return out
 
@@ -391,11 +303,7 @@ class Retriever:
         k: int = 20,
     ) -> list[Hit]:
         """The top-k chunks under the conditioned score, unpacked (for Recall@k benchmarks)."""
-        st = settings or self.settings
         if not self.scope(doc_ids).n_chunks:
             return []
-        plan = self.plan(query, signature, doc_ids, st)
-        hits = self._ranked(plan, "veridical", k, frozenset())
-        for h in hits:
-            h.meta["alpha"] = plan.alpha
-        return hits
+        plan = self.plan(query, signature, doc_ids, settings or self.settings)
+        return self._ranked(plan, "veridical", k, frozenset())

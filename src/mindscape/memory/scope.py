@@ -8,7 +8,7 @@ when the store's views change (a document was indexed).
 Each chunk has two vectors: the plain one (the veridical layer's) and one of the chunk in its
 document's context (title + chunk, made by the indexer and kept in the store's cache; see
 :func:`~mindscape.memory.embed_cache.in_context`). :meth:`Scope.chunk_dense` scores a query
-against either, or by the higher of the two (:data:`DOC_CONTEXT`, the default): the title
+against either, or by the higher of the two (:data:`~mindscape.memory.settings.DOC_CONTEXT`, the default): the title
 finds a chunk that never names what the story is about, and the max never scores a chunk
 below its plain cosine. A chunk without a context vector (a store indexed before they
 existed, until ``mindscape index`` is run on it again) scores by its plain vector.
@@ -23,14 +23,11 @@ from cachetools import LRUCache
 
 from mindscape.memory.embed_cache import EMB_NS, in_context, text_key
 from mindscape.memory.ranking import BM25Index
+from mindscape.memory.settings import DOC_CONTEXT, DOC_CONTEXTS
 from mindscape.memory.store import LayerView, MemoryStore
 from mindscape.memory.types import LAYERS, Layer
 
-DOC_CONTEXTS = ("plain", "prefixed", "max")
-"""How a chunk's dense score uses its document's context: ``plain`` its own vector only,
-``prefixed`` its vector in context only, ``max`` the higher cosine of the two."""
-DOC_CONTEXT = "max"
-"""The default (chosen on the FairytaleQA dev split, docs/retrieval.md)."""
+__all__ = ["DOC_CONTEXT", "DOC_CONTEXTS", "Scope", "top_rows"]
 
 
 class Scope:

@@ -45,15 +45,13 @@ used to scale α.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
-RelevanceSource = Literal["summary", "chunks", "mean"]
+from mindscape.memory.settings import SignatureParams
+
 SignatureMode = Literal["mean", "max", "joined"]
-MatchSource = Literal["summary", "members", "window"]
-Activation = Literal["dense", "hybrid"]
 
 __all__ = [
     "SignatureParams",
@@ -70,50 +68,6 @@ __all__ = [
     "doc_shares",
     "activation_confidence",
 ]
-
-
-@dataclass(kw_only=True)
-class SignatureParams:
-    """Settings of the coverage-aware signature selection. The paper does not publish its λs.
-
-    The fields a run sets have no defaults here: they come from the run's
-    :class:`~mindscape.context.Context` through :meth:`~mindscape.context.Context.signature_params`
-    (``mindscape.memory.retriever.default_params()`` gives the defaults). Only the two
-    algorithm constants below have their own."""
-
-    k: int
-    """Most sessions in a signature (the paper's K=5)."""
-    k0: int
-    """Size of the query-only candidate pool; candidates with rank >= k0 are ignored."""
-    lambda_q: float
-    """Weight of query relevance. Each pick adds at most 1 to f̃Q."""
-    lambda_c: float
-    """Weight of candidate coverage. All picks together add at most 1 to f̃C, so coverage
-    mostly decides the first picks and separates sessions of similar relevance later."""
-    lambda_d: float
-    """Weight of the redundancy penalty. Small, so it only breaks near-ties (a near-duplicate
-    of a picked session loses about 0.1); 0 restores the 1-1/e guarantee."""
-    relevance: RelevanceSource
-    """Where rel(q,s) comes from when the caller passes no ``session_rel``: ``"summary"``
-    = cosine of query and summary; ``"chunks"`` = best query-chunk cosine among the session's
-    candidate chunks (0 for sessions with none); ``"mean"`` = the average of the two."""
-    match: MatchSource
-    """How m(s, c_i) is computed by the retriever: ``"summary"`` = cosine of summary and
-    chunk plus ``window_boost`` in the window (:func:`match_matrix`); ``"members"`` = the best
-    cosine between the chunk and the session's member chunks (1 in the window); ``"window"`` =
-    1 in the window, else 0 (pure rank-weighted mass)."""
-    activation: Activation
-    """The query-only retriever (E1) that gives the K0 candidates and their ranks:
-    ``"dense"`` cosine, or ``"hybrid"`` = dense fused with BM25 (``hybrid_weight``)."""
-    hybrid_weight: float
-    """BM25 weight of the hybrid activation (min-max fusion, see ``ranking.hybrid_scores``)."""
-    window_boost: float = 0.5
-    """Added to the match m(s,c) when chunk c lies in the window of session s (capped at 1).
-    A summary compresses ~20 chunks, so its cosine to any one of them is modest; the boost
-    makes "this chunk is in my window" count as coverage while a semantic match to chunks
-    of other windows still counts partly."""
-    min_gain: float = 0.0
-    """A session is picked only if its total gain is strictly above this; otherwise stop."""
 
 
 # --------------------------------------------------------------------------- helpers
@@ -138,7 +92,9 @@ def rank_weights(ranks: Sequence[int] | np.ndarray) -> np.ndarray:
     return 1.0 / (r + 1.0)
 
 
-def window_mask(session_ids: Sequence[Hashable], cand_session: Sequence[Hashable]) -> np.ndarray:
+def window_mask(
+    session_ids: Sequence[Hashable], cand_session: Sequence[Hashable] | np.ndarray
+) -> np.ndarray:
     """Boolean (sessions x candidates) matrix: True where candidate i lies in session s's window."""
     row = {sid: j for j, sid in enumerate(session_ids)}
     mask = np.zeros((len(session_ids), len(cand_session)), dtype=bool)
@@ -177,7 +133,7 @@ def normalise_relevance(rel: Sequence[float] | np.ndarray) -> np.ndarray:
 
 def session_relevance_from_chunks(
     query_chunk_scores: Sequence[float] | np.ndarray,
-    cand_session: Sequence[Hashable],
+    cand_session: Sequence[Hashable] | np.ndarray,
     session_ids: Sequence[Hashable],
     fill: float = 0.0,
 ) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 from mindscape.memory import signature as sig
 from mindscape.memory.activation import activate
 from mindscape.memory.scope import Scope
-from mindscape.memory.signature import SignatureParams
+from mindscape.memory.settings import SignatureParams
 from mindscape.memory.types import SignatureUnit
 
 METHODS = ("coverage", "first-k")
@@ -47,24 +47,8 @@ def select_signature(
     ranks = np.arange(len(rows))
     sess = list(dict.fromkeys(cand_session.tolist()))  # first-appearance order
     session_vecs = scope.sessions.vecs[np.asarray(sess, dtype=np.int64)].astype(np.float64)
-    cand_vecs = scope.chunk_vecs[rows].astype(np.float64)
-
-    if params.relevance == "summary":
-        rel = session_vecs @ qvec
-    else:
-        rel_chunks = sig.session_relevance_from_chunks(act.score[rows], cand_session, sess)
-        rel = (
-            rel_chunks if params.relevance == "chunks" else 0.5 * (session_vecs @ qvec + rel_chunks)
-        )
-    in_window = sig.window_mask(sess, cand_session)
-    if params.match == "summary":
-        match = sig.match_matrix(session_vecs, cand_vecs, in_window, params.window_boost)
-    elif params.match == "members":
-        match = member_match(scope, sess, rows)
-    elif params.match == "window":
-        match = in_window.astype(np.float64)
-    else:
-        raise ValueError(f"unknown match {params.match!r}; use 'summary', 'members' or 'window'")
+    rel = session_relevance(params, session_vecs @ qvec, act.score[rows], cand_session, sess)
+    match = coverage_match(scope, params, sess, rows, session_vecs)
     weights = sig.rank_weights(ranks)
     sim = session_vecs @ session_vecs.T
 
@@ -75,6 +59,48 @@ def select_signature(
     else:
         order = sig.first_k(ranks, cand_session.tolist(), params.k)
         picks = gains_of([sess.index(s) for s in order], rel, match, weights, sim, params)
+    return signature_units(scope, sess, picks)
+
+
+def session_relevance(
+    params: SignatureParams,
+    summary_rel: np.ndarray,
+    cand_scores: np.ndarray,
+    cand_session: np.ndarray,
+    sess: list[int],
+) -> np.ndarray:
+    """rel(q, s) of each candidate session (``params.relevance``): its summary's cosine
+    (`summary_rel`), its best candidate chunk's activation score, or the mean of the two."""
+    if params.relevance == "summary":
+        return summary_rel
+    rel_chunks = sig.session_relevance_from_chunks(cand_scores, cand_session, sess)
+    return rel_chunks if params.relevance == "chunks" else 0.5 * (summary_rel + rel_chunks)
+
+
+def coverage_match(
+    scope: Scope,
+    params: SignatureParams,
+    sess: list[int],
+    cand_rows: np.ndarray,
+    session_vecs: np.ndarray,
+) -> np.ndarray:
+    """m(s, c) of each candidate session and chunk (``params.match``): through the summary
+    (with the window boost), the member chunks, or the window alone."""
+    in_window = sig.window_mask(sess, scope.chunk_session[cand_rows])
+    if params.match == "summary":
+        cand_vecs = scope.chunk_vecs[cand_rows].astype(np.float64)
+        return sig.match_matrix(session_vecs, cand_vecs, in_window, params.window_boost)
+    if params.match == "members":
+        return member_match(scope, sess, cand_rows)
+    if params.match == "window":
+        return in_window.astype(np.float64)
+    raise ValueError(f"unknown match {params.match!r}; use 'summary', 'members' or 'window'")
+
+
+def signature_units(
+    scope: Scope, sess: list[int], picks: list[tuple[int, dict[str, float]]]
+) -> list[SignatureUnit]:
+    """The picked sessions (indices into `sess`, with their gains) as signature units."""
     units = scope.sessions.units
     return [
         SignatureUnit(

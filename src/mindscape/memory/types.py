@@ -9,9 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from mindscape.memory.retriever import RetrievalSettings
-    from mindscape.memory.signature import SignatureParams
+if TYPE_CHECKING:  # settings imports LAYERS from here
+    from mindscape.memory.settings import RetrievalSettings, SignatureParams
 
 Layer = Literal["veridical", "episodic", "semantic", "outline"]
 LAYERS: tuple[Layer, ...] = ("veridical", "episodic", "semantic", "outline")

@@ -3,7 +3,10 @@
 * :class:`~mindscape.reasoners.offline.OfflineReasoner`: deterministic and extractive, on
   the embedder (cues and answers from evidence sentences by embedding similarity).
 * :class:`~mindscape.reasoners.llm.LLMReasoner`: prompts from :mod:`mindscape.prompts`,
-  structured output where the model has it, tolerant JSON otherwise, every call counted.
+  structured output where the model has it, tolerant JSON otherwise, every call counted;
+  its reply schemas are in :mod:`~mindscape.reasoners.schemas`, its evidence blocks in
+  :mod:`~mindscape.reasoners.formatting`, the reading of its replies in
+  :mod:`~mindscape.reasoners.replies`.
 
 Both implement :class:`~mindscape.reasoners.base.Reasoner`; nodes never know which one runs.
 """
@@ -11,10 +14,12 @@ Both implement :class:`~mindscape.reasoners.base.Reasoner`; nodes never know whi
 from mindscape.reasoners.base import (
     AnswerRequest,
     EncodeGroup,
+    EncodeRequest,
     EncodeResult,
     Reasoner,
     RefineRequest,
     RefineResult,
+    RoundOutcome,
     UpdateRequest,
     UpdateResult,
 )
@@ -22,10 +27,12 @@ from mindscape.reasoners.base import (
 __all__ = [
     "AnswerRequest",
     "EncodeGroup",
+    "EncodeRequest",
     "EncodeResult",
     "Reasoner",
     "RefineRequest",
     "RefineResult",
+    "RoundOutcome",
     "UpdateRequest",
     "UpdateResult",
 ]

@@ -32,6 +32,22 @@ class EncodeGroup:
 
 
 @dataclass
+class EncodeRequest:
+    """What Mem-Encode sees: the groups to encode and, to fuse them, the earlier notes."""
+
+    question: str
+    groups: list[EncodeGroup]
+    history: list[EvidenceNote]
+    fuse: bool
+    """Also Mem-Fuse `history` with the new cues (when there is a history)."""
+
+    @property
+    def fuses(self) -> bool:
+        """Whether this request fuses: fusion is asked for and there is a history."""
+        return self.fuse and bool(self.history)
+
+
+@dataclass
 class EncodeResult:
     """Mem-Encode output: one cue per group (same order), and the Mem-Fuse cue if asked."""
 
@@ -63,55 +79,65 @@ class AnswerRequest:
     """Texts earlier attempts of the question read (a refining round reads new ones)."""
 
 
-@dataclass
-class RefineRequest:
-    """What Self-Probe (and the REFINE/ANSWER decision) sees."""
+@dataclass(kw_only=True)
+class RoundRequest:
+    """What a role that closes a round (Self-Probe, UPDATE) sees of it: the question, the
+    round's query and passages, the evidence memory, and whether to rewrite the query."""
 
     question: str
     query: str
-    attempt: Attempt | None
-    notes: list[EvidenceNote]
-    previous_probes: list[str]
     passages: list[EvidenceItem]
+    notes: list[EvidenceNote]
+    rewrite: bool
+
+
+@dataclass(kw_only=True)
+class RoundOutcome:
+    """What a role that closes a round (Self-Probe, UPDATE) decides, and why."""
+
+    decision: str | None = None
+    """REFINE or ANSWER; None leaves the decision to the attempt's confidence."""
+    next_query: str | None = None
+    """The rewritten query of the next round; None keeps the current one."""
+    reason: str = ""
+
+
+@dataclass(kw_only=True)
+class RefineRequest(RoundRequest):
+    """What Self-Probe (and the REFINE/ANSWER decision) sees, besides the round."""
+
+    attempt: Attempt | None
+    previous_probes: list[str]
     max_probes: int = 3
     rewrite: bool = False
 
 
-@dataclass
-class RefineResult:
-    """Self-Probe output. ``decision`` None leaves the decision to the attempt's confidence."""
+@dataclass(kw_only=True)
+class RefineResult(RoundOutcome):
+    """Self-Probe output: the new probes, besides the round's outcome."""
 
-    decision: str | None = None
     probes: list[str] = field(default_factory=list)
-    next_query: str | None = None
-    reason: str = ""
 
 
-@dataclass
-class UpdateRequest:
-    """MiA's UPDATE inputs: (q_t, σ_t, P_t, E_t, H_t)."""
+@dataclass(kw_only=True)
+class UpdateRequest(RoundRequest):
+    """MiA's UPDATE inputs (q_t, σ_t, P_t, E_t, H_t): besides the round, σ_t and the
+    candidates H_t."""
 
-    question: str
-    query: str
     signature: list[SignatureItem]
     candidates: list[SignatureItem]
-    passages: list[EvidenceItem]
-    notes: list[EvidenceNote]
     k: int = 5
     rewrite: bool = True
 
 
-@dataclass
-class UpdateResult:
+@dataclass(kw_only=True)
+class UpdateResult(RoundOutcome):
     """MiA's UPDATE outputs: (d_t, q_{t+1}, σ_{t+1}, E_{t+1})."""
 
-    decision: str | None = None
-    next_query: str | None = None
     signature_ids: list[str] | None = None
     """Chosen units (from σ_t ∪ H_t); None keeps the candidates' own ranking."""
     notes: list[tuple[str, list[str]]] = field(default_factory=list)
     """Grounded evidence notes with the unit ids they cite."""
-    reason: str = ""
 
 
 class Reasoner(Protocol):
@@ -119,16 +145,8 @@ class Reasoner(Protocol):
 
     name: str
 
-    def encode(
-        self,
-        question: str,
-        groups: list[EncodeGroup],
-        history: list[EvidenceNote],
-        *,
-        fuse: bool,
-        usage: Usage,
-    ) -> EncodeResult:
-        """Mem-Encode each group (and Mem-Fuse `history` with the new cues when `fuse`)."""
+    def encode(self, req: EncodeRequest, *, usage: Usage) -> EncodeResult:
+        """Mem-Encode each group (and Mem-Fuse the history with the new cues when asked)."""
         ...
 
     def fuse(self, question: str, units: list[EvidenceNote], *, usage: Usage) -> str:

@@ -29,7 +29,7 @@ from mindscape.answers import LETTERS
 from mindscape.llm import Usage
 from mindscape.reasoners.base import (
     AnswerRequest,
-    EncodeGroup,
+    EncodeRequest,
     EncodeResult,
     RefineRequest,
     RefineResult,
@@ -99,27 +99,20 @@ class OfflineReasoner:
         return [texts[i] for i in order], scores[order]
 
     # ------------------------------------------------------------------ roles
-    def encode(
-        self,
-        question: str,
-        groups: list[EncodeGroup],
-        history: list[EvidenceNote],
-        *,
-        fuse: bool,
-        usage: Usage,
-    ) -> EncodeResult:
+    def encode(self, req: EncodeRequest, *, usage: Usage) -> EncodeResult:
+        question = req.question
         cues = []
-        for g in groups:
+        for g in req.groups:
             focus = self._focus(question, g.probe)
             ranked, _ = self._rank(f"{question} {g.probe}", g.items, focus)
             cues.append(" ".join(s.text for s in ranked[:CUE_SENTENCES]))
         fused = None
-        if fuse and history:
+        if req.fuses:
             new = [
                 EvidenceNote(probe=g.probe, layer=g.layer, evidence_ids=[], cue=c, round=0)
-                for g, c in zip(groups, cues, strict=True)
+                for g, c in zip(req.groups, cues, strict=True)
             ]
-            fused = self.fuse(question, [*history, *new], usage=usage)
+            fused = self.fuse(question, [*req.history, *new], usage=usage)
         return EncodeResult(cues=cues, fused=fused)
 
     def _focus(self, question: str, probe: str) -> np.ndarray:

@@ -130,6 +130,54 @@ def _trim(text: str, max_words: int) -> str:
     return " ".join(parts[:max_words]).strip(" ,;:.-—")
 
 
+def _adds_to(span: str, qwords: set[str]) -> bool:
+    """Whether `span` has a content word that the question's words `qwords` lack."""
+    cw = content_words(span)
+    return bool(cw) and len(cw & qwords) < len(cw)
+
+
+def _place_span(sentence: str, qwords: set[str], max_words: int) -> str | None:
+    """A place phrase of `sentence` that adds to the question: the one sharing fewest of its
+    words, then the nearest to a question word (None when there is none)."""
+    spans = [
+        (m.start(), _tidy(m.group(0)))
+        for m in _WHERE.finditer(sentence)
+        if _adds_to(m.group(0), qwords)
+    ]
+    if not spans:
+        return None
+    anchors = [m.start() for m in _WORD.finditer(sentence) if _stem(m.group(0).lower()) in qwords]
+
+    def distance(span: tuple[int, str]) -> int:
+        return min((abs(span[0] - a) for a in anchors), default=span[0])
+
+    return _trim(
+        min(spans, key=lambda s: (len(content_words(s[1]) & qwords), distance(s)))[1],
+        max_words,
+    )
+
+
+def _next_clause(sentence: str, qwords: set[str], max_words: int) -> str | None:
+    """The clause next to the one that best matches the question (after it first, then
+    before it), one that adds to the question and matches under half of its words, of 3
+    words or else 2 (None when no clause qualifies)."""
+    clauses = [c for c in _CLAUSE.split(sentence) if c and c.strip()]
+    if len(clauses) <= 1:
+        return None
+    scores = [overlap(qwords, c) for c in clauses]
+    anchor = max(range(len(clauses)), key=lambda i: scores[i])
+    order = [i for i in range(anchor + 1, len(clauses))] + list(range(anchor - 1, -1, -1))
+    for min_words in (3, 2):
+        for i in order:
+            if (
+                _adds_to(clauses[i], qwords)
+                and scores[i] < 0.5
+                and len(clauses[i].split()) >= min_words
+            ):
+                return _trim(clauses[i], max_words)
+    return None
+
+
 def short_span(sentence: str, question: str, max_words: int = 12) -> str:
     """A short answer span from the best evidence sentence, chosen by the question's type.
 
@@ -141,56 +189,23 @@ def short_span(sentence: str, question: str, max_words: int = 12) -> str:
     """
     qwords = content_words(question)
     wh = wh_word(question)
-
-    def new_info(span: str) -> bool:
-        cw = content_words(span)
-        return bool(cw) and len(cw & qwords) < len(cw)
-
     if wh in {"who", "whom", "whose"}:
         for name in names(sentence):
             if not content_words(name) & qwords:
                 return name
     if wh == "where":
-        spans = [
-            (m.start(), _tidy(m.group(0)))
-            for m in _WHERE.finditer(sentence)
-            if new_info(m.group(0))
-        ]
-        if spans:
-            anchors = [
-                m.start() for m in _WORD.finditer(sentence) if _stem(m.group(0).lower()) in qwords
-            ]
-
-            def distance(span: tuple[int, str]) -> int:
-                return min((abs(span[0] - a) for a in anchors), default=span[0])
-
-            return _trim(
-                min(spans, key=lambda s: (len(content_words(s[1]) & qwords), distance(s)))[1],
-                max_words,
-            )
+        place = _place_span(sentence, qwords, max_words)
+        if place is not None:
+            return place
     if wh in {"when", "what time", "what year", "how long"}:
-        times = [m.group(0) for m in _TIME.finditer(sentence) if new_info(m.group(0))]
+        times = [m.group(0) for m in _TIME.finditer(sentence) if _adds_to(m.group(0), qwords)]
         if times:
             return _trim(times[0], max_words)
     if wh in {"how many", "how much", "how old"}:
         numbers = [m.group(0) for m in _NUMBER.finditer(sentence)]
         if numbers:
             return _trim(numbers[0], 4)
-    if wh not in TYPED:
-        return _trim(
-            sentence, SENTENCE_WORDS
-        )  # what/why/how: the sentence scores best (FairytaleQA dev)
-    clauses = [c for c in _CLAUSE.split(sentence) if c and c.strip()]
-    if len(clauses) > 1:
-        scores = [overlap(qwords, c) for c in clauses]
-        anchor = max(range(len(clauses)), key=lambda i: scores[i])
-        order = [i for i in range(anchor + 1, len(clauses))] + list(range(anchor - 1, -1, -1))
-        for min_words in (3, 2):
-            for i in order:
-                if (
-                    new_info(clauses[i])
-                    and scores[i] < 0.5
-                    and len(clauses[i].split()) >= min_words
-                ):
-                    return _trim(clauses[i], max_words)
-    return _trim(sentence, SENTENCE_WORDS)
+    if wh not in TYPED:  # what/why/how: the sentence scores best (FairytaleQA dev)
+        return _trim(sentence, SENTENCE_WORDS)
+    clause = _next_clause(sentence, qwords, max_words)
+    return clause if clause is not None else _trim(sentence, SENTENCE_WORDS)

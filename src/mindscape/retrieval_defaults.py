@@ -1,0 +1,53 @@
+"""A default run's retrieval settings, for scripts, benchmarks and tests.
+
+The values are :class:`~mindscape.context.Context`'s (its defaults, resolved under the default
+preset); these helpers only build the memory side's settings objects from them with a few
+fields replaced. The agent builds them from its own run's Context instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from mindscape.context import Context
+from mindscape.memory.retriever import Retriever
+from mindscape.memory.settings import RetrievalSettings, SignatureParams
+from mindscape.memory.store import MemoryStore
+
+__all__ = ["default_params", "default_retriever", "default_settings", "literal_params"]
+
+
+@cache
+def _run_context() -> Context:
+    return Context().resolved()
+
+
+def default_params(**overrides: Any) -> SignatureParams:
+    """The signature selection of a default run (chosen on the FairytaleQA dev split, see
+    docs/retrieval.md), with `overrides`: ``Context().signature_params()``."""
+    return dataclasses.replace(_run_context().signature_params(), **overrides)
+
+
+def literal_params(**overrides: Any) -> SignatureParams:
+    """MiA's literal objective: relevance and match through the session summary, dense
+    activation (the defaults differ in these three places)."""
+    literal: dict[str, Any] = {"relevance": "summary", "match": "summary", "activation": "dense"}
+    return default_params(**(literal | overrides))
+
+
+def default_settings(**overrides: Any) -> RetrievalSettings:
+    """The retrieval settings of a default run (``Context().retrieval_settings()``), with
+    `overrides`."""
+    return dataclasses.replace(_run_context().retrieval_settings(), **overrides)
+
+
+def default_retriever(store: MemoryStore, embedder: Embeddings, **kwargs: Any) -> Retriever:
+    """A :class:`~mindscape.memory.retriever.Retriever` whose calls default to a default
+    run's settings (`kwargs` go to its constructor: a counter, cache sizes)."""
+    return Retriever(
+        store, embedder, params=default_params(), settings=default_settings(), **kwargs
+    )
