@@ -1,8 +1,11 @@
-"""Reading documents to index: .txt/.md files and bench `documents.jsonl` files.
+"""Reading documents to index: .txt/.md files, folders of them, and bench `documents.jsonl` files.
 
-Everything is read and checked before a store is touched, so a bad input leaves the store as
-it was. Problems raise `InputError` with a one-line message; a file that is not UTF-8 is
-decoded as cp1252 (a superset of Latin-1 for printable text) with a warning.
+Everything is read and checked before a store is touched. A problem with one book (a missing,
+empty, binary or malformed file or line) is that book's: :func:`load_sources` collects it as a
+:class:`SourceProblem` when asked to, so a library run indexes the other books, and raises
+`InputError` with a one-line message otherwise. A file that is not UTF-8 is decoded as cp1252
+(a superset of Latin-1 for printable text) with a warning. A folder stands for the .txt, .md
+and .jsonl files below it, in path order (hidden files and folders left out).
 """
 
 from __future__ import annotations
@@ -26,6 +29,14 @@ class SourceDoc:
     title: str | None = None
     origin: str = ""
     warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SourceProblem:
+    """One book that cannot be indexed: where it is and why (a one-line message)."""
+
+    origin: str
+    message: str
 
 
 def slug(name: str) -> str:
@@ -62,8 +73,11 @@ def read_text_file(path: Path) -> SourceDoc:
     return SourceDoc(slug(path.stem), text, title=path.stem, origin=str(path), warnings=warnings)
 
 
-def read_jsonl(path: Path, doc_ids: set[str] | None = None) -> list[SourceDoc]:
-    """Documents of a bench-style `documents.jsonl` (`doc_id`, `text`, optional `title`)."""
+def read_jsonl(
+    path: Path, doc_ids: set[str] | None = None, problems: list[SourceProblem] | None = None
+) -> list[SourceDoc]:
+    """Documents of a bench-style `documents.jsonl` (`doc_id`, `text`, optional `title`).
+    A bad line raises `InputError`, or with `problems` is added there and skipped."""
     if not path.exists():
         raise InputError(f"{path}: no such file")
     text, warnings = decode_text(path.read_bytes(), str(path))
@@ -72,40 +86,90 @@ def read_jsonl(path: Path, doc_ids: set[str] | None = None) -> list[SourceDoc]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
-        if not isinstance(row, dict) or not isinstance(row.get("text"), str) or "doc_id" not in row:
-            raise InputError(f"{path}:{n}: a document needs 'doc_id' and 'text'")
-        if doc_ids is not None and str(row["doc_id"]) not in doc_ids:
+            doc = _jsonl_doc(line, f"{path}:{n}", doc_ids)
+        except InputError as exc:
+            if problems is None:
+                raise
+            problems.append(SourceProblem(f"{path}:{n}", str(exc)))
             continue
-        if not row["text"].strip():
-            raise InputError(f"{path}:{n}: document {row['doc_id']} has empty text")
-        docs.append(
-            SourceDoc(
-                str(row["doc_id"]), row["text"], row.get("title"), f"{path}:{n}", list(warnings)
-            )
-        )
+        if doc is not None:
+            doc.warnings.extend(warnings)
+            docs.append(doc)
     return docs
 
 
-def load_sources(paths: list[str | Path], doc_ids: list[str] | None = None) -> list[SourceDoc]:
-    """All documents named on a command line; `doc_ids` filters `.jsonl` files.
+def _jsonl_doc(line: str, origin: str, doc_ids: set[str] | None) -> SourceDoc | None:
+    """One line of a documents.jsonl as a document (None: filtered out by `doc_ids`)."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{origin}: not valid JSON ({exc.msg})") from None
+    if not isinstance(row, dict) or not isinstance(row.get("text"), str) or "doc_id" not in row:
+        raise InputError(f"{origin}: a document needs 'doc_id' and 'text'")
+    if doc_ids is not None and str(row["doc_id"]) not in doc_ids:
+        return None
+    if not row["text"].strip():
+        raise InputError(f"{origin}: document {row['doc_id']} has empty text")
+    return SourceDoc(str(row["doc_id"]), row["text"], row.get("title"), origin)
 
-    Raises `InputError` before anything is indexed when a file is missing, empty, binary or
-    malformed, when a requested doc id is in none of the files, or when two documents share an id.
+
+def expand(paths: list[str | Path]) -> list[Path]:
+    """The files named, each folder replaced by its .txt/.md/.jsonl files in path order."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if not p.is_dir():
+            files.append(p)
+            continue
+        found = sorted(
+            f
+            for f in p.rglob("*")
+            if f.is_file()
+            and f.suffix.lower() in {*TEXT_SUFFIXES, ".jsonl"} - {""}
+            and not any(part.startswith(".") for part in f.relative_to(p).parts)
+        )
+        if not found:
+            raise InputError(f"{p}: a folder with no .txt, .md or .jsonl files")
+        files.extend(found)
+    return files
+
+
+def _read_file(
+    p: Path, wanted: set[str] | None, problems: list[SourceProblem] | None
+) -> list[SourceDoc]:
+    """The documents of one input file (a problem raises `InputError`, or with `problems`
+    is added there)."""
+    try:
+        if p.suffix.lower() == ".jsonl":
+            return read_jsonl(p, wanted, problems)
+        if p.suffix.lower() in TEXT_SUFFIXES or not p.exists():
+            return [read_text_file(p)]
+        raise InputError(f"{p}: unsupported file type {p.suffix!r} (use .txt, .md or .jsonl)")
+    except InputError as exc:
+        if problems is None:
+            raise
+        problems.append(SourceProblem(str(p), str(exc)))
+        return []
+
+
+def load_sources(
+    paths: list[str | Path],
+    doc_ids: list[str] | None = None,
+    problems: list[SourceProblem] | None = None,
+) -> list[SourceDoc]:
+    """All documents named on a command line (folders expanded); `doc_ids` filters `.jsonl`
+    files.
+
+    A missing, empty, binary or malformed book raises `InputError` before anything is indexed,
+    or, when a `problems` list is given, is added to it and left out. Either way it raises
+    when a requested doc id is in none of the files, when two documents share an id, or when
+    no document is left (then with the first problem's message, if any).
     """
     if not paths:
         raise InputError("no input files given")
     wanted = set(doc_ids) if doc_ids else None
     docs: list[SourceDoc] = []
-    for p in map(Path, paths):
-        if p.suffix.lower() == ".jsonl":
-            docs.extend(read_jsonl(p, wanted))
-        elif p.suffix.lower() in TEXT_SUFFIXES or not p.exists():
-            docs.append(read_text_file(p))
-        else:
-            raise InputError(f"{p}: unsupported file type {p.suffix!r} (use .txt, .md or .jsonl)")
+    for p in expand(paths):
+        docs.extend(_read_file(p, wanted, problems))
     if wanted:
         missing = wanted - {d.doc_id for d in docs}
         if missing:
@@ -116,5 +180,7 @@ def load_sources(paths: list[str | Path], doc_ids: list[str] | None = None) -> l
             raise InputError(f"two input documents share the doc id {d.doc_id!r}")
         seen.add(d.doc_id)
     if not docs:
+        if problems:
+            raise InputError(problems[0].message)
         raise InputError("the inputs hold no documents")
     return docs

@@ -85,13 +85,12 @@ def test_cli_index_and_inspect(tmp_path):
     assert quiet.returncode == 0 and quiet.stderr == ""  # --quiet: no per-document lines
 
 
-def test_cli_bad_input_is_one_line_exit_2_and_store_untouched(tmp_path, indexed):
+def test_cli_bad_input_alone_is_one_line_exit_2_and_store_untouched(tmp_path, indexed):
     (tmp_path / "empty.txt").write_text("")
     (tmp_path / "binary.txt").write_bytes(bytes(range(256)) * 20)
     before = cli("inspect", "--store", str(indexed), "--json").stdout
     for bad in ["empty.txt", "binary.txt", "missing.txt"]:
-        # a good file alongside must not be indexed either: inputs are checked first
-        done = cli("index", str(STORY), str(tmp_path / bad), "--store", str(indexed), "--quiet")
+        done = cli("index", str(tmp_path / bad), "--store", str(indexed), "--quiet")
         assert done.returncode == 2
         assert done.stderr.count("\n") == 1 and done.stderr.startswith("mindscape: error:")
         assert "Traceback" not in done.stderr
@@ -100,6 +99,19 @@ def test_cli_bad_input_is_one_line_exit_2_and_store_untouched(tmp_path, indexed)
     assert cli("index", str(tmp_path / "empty.txt"), "--store", str(fresh)).returncode == 2
     assert not fresh.exists()
     assert cli("inspect", "--store", str(fresh)).returncode == 2
+
+
+def test_cli_bad_book_beside_good_ones_is_reported_and_the_rest_indexed(tmp_path):
+    (tmp_path / "binary.txt").write_bytes(bytes(range(256)) * 20)
+    store = tmp_path / "s"
+    done = cli("index", str(STORY), str(tmp_path / "binary.txt"), "--store", str(store), "--quiet")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == [
+        f"mindscape: warning: not indexed: {tmp_path / 'binary.txt'}: "
+        "looks like a binary file, not text"
+    ]
+    summary = json.loads(cli("inspect", "--store", str(store), "--json").stdout)
+    assert [d["doc_id"] for d in summary["docs"]] == [STORY.stem.lower()]
 
 
 def test_cli_decodes_latin1_with_a_warning(tmp_path):

@@ -28,10 +28,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "index",
         help="build the layered memory of documents into a store",
-        description="Index .txt/.md files and bench documents.jsonl files into a store. "
-        "Unchanged documents are skipped; an interrupted run resumes from its cache.",
+        description="Index .txt/.md files, folders of them and bench documents.jsonl files "
+        "into a store. Unchanged documents are skipped; an interrupted run resumes (a library "
+        "keeps every book it finished). Several books are built in parallel on Ray (local by "
+        "default, --ray-address for a cluster); a bad book is reported and the others indexed.",
         **examples(
             "mindscape index book.txt --store runs/book",
+            "mindscape index library/ --store runs/library   # every .txt/.md/.jsonl below, on Ray",
             "mindscape index book.txt --estimate            # LLM calls and tokens, nothing run",
             "mindscape index docs.jsonl --doc-id d1 --doc-id d2 --store runs/series --json",
             "mindscape index book.txt --llm openai --mom-paths 1   # one MoM memory per section",
@@ -44,6 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _add_output_options(p)
     add_model_options(p)
     _add_llm_index_options(p)
+    _add_ray_options(p)
     p.set_defaults(func=run_index)
     _add_inspect_parser(sub)
 
@@ -87,6 +91,29 @@ def _add_index_options(p: argparse.ArgumentParser) -> None:
         default=60,
         metavar="K",
         help="k of the rank fusion that chooses among the MoM paths (default %(default)s)",
+    )
+
+
+def _add_ray_options(p: argparse.ArgumentParser) -> None:
+    """How a library is built: `--ray-address`, `--workers`, `--no-ray`."""
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="build the books on this Ray cluster ('auto', or ray://HOST:10001; mindscape "
+        "must be installed on its workers) instead of a local Ray started for the run",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="books built at once, each by a one-thread worker (default: one per CPU)",
+    )
+    p.add_argument(
+        "--no-ray",
+        action="store_true",
+        help="build every book in this process, one after another (an index LLM always does)",
     )
 
 
@@ -144,15 +171,18 @@ def _add_inspect_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_index(args: argparse.Namespace) -> int:
-    """Validate every input, then index each document."""
+    """Validate every input, then index each document; 1 when some book was not indexed."""
     from dataclasses import asdict
 
-    from mindscape.sources import load_sources
+    from mindscape.sources import SourceProblem, load_sources
 
     if args.mom_paths < 1:
         raise InputError(f"--mom-paths must be at least 1 (got {args.mom_paths})")
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"--workers must be at least 1 (got {args.workers})")
     args.llm_parts = _llm_parts(args)
-    docs = load_sources(args.files, args.doc_id)  # raises before the store is touched
+    problems: list[SourceProblem] = []
+    docs = load_sources(args.files, args.doc_id, problems)  # raises before the store is touched
     for d in docs:
         for w in d.warnings:
             warn(w)
@@ -163,58 +193,64 @@ def run_index(args: argparse.Namespace) -> int:
 
     config = _config(args)
     store = MemoryStore(args.store)
-    reports = _index_all(args, docs, store, config)
+    reports, failed = _index_all(args, docs, store, config)
+    failed = [{"doc_id": None, "origin": p.origin, "error": p.message} for p in problems] + failed
     summary = store.summary()
     if args.json:
-        print(json.dumps({"reports": [asdict(r) for r in reports], **summary}, indent=2))
+        print(
+            json.dumps(
+                {"reports": [asdict(r) for r in reports], "failed": failed, **summary}, indent=2
+            )
+        )
     else:
         _print_summary(summary)
-    return 0
+    for f in failed:
+        # a source problem's message starts with its file; a build failure's is the book's
+        warn(f"not indexed: {f['doc_id'] + ': ' if f['doc_id'] else ''}{f['error']}")
+    return 1 if failed else 0
 
 
 def _index_all(
     args: argparse.Namespace, docs: list, store: MemoryStore, config: IndexConfig
-) -> list[IndexReport]:
-    """Index each document the store does not hold the same way; a line per document."""
-    from mindscape.embeddings import load_embedder, spec_model_id
+) -> tuple[list[IndexReport], list[dict]]:
+    """Index each document the store does not hold the same way, a line per document: on Ray
+    offline, in this process with an index LLM. (The reports, the failed books.)"""
+    from mindscape.embeddings import load_embedder, resolve_spec, spec_model_id
+    from mindscape.library import BookFailure, index_library
     from mindscape.memory.indexer import Indexer
 
     llm = llm_from_args(args, store.cache)
     if llm is None and args.index_llm_parts is not None:
         warn("--index-llm-parts has no effect without an index LLM (--index-llm or an endpoint)")
-    fingerprint = config.fingerprint(
-        spec_model_id(args.embedder), llm.model_id if llm else "offline"
+
+    def load() -> Indexer:  # the embedding model loads only if some document needs work here
+        embedder = load_embedder(args.embedder)
+        return Indexer(store, embedder, llm=llm, config=config, progress=not args.quiet)
+
+    def progress(n: int, total: int, outcome: IndexReport | BookFailure) -> None:
+        if args.json:
+            return
+        if isinstance(outcome, BookFailure):
+            say(args, f"[{n}/{total}] {outcome.doc_id}: FAILED: {outcome.error}")
+        else:
+            say(args, f"[{n}/{total}] {outcome.doc_id}: {_report_line(outcome)}")
+
+    run = index_library(
+        store,
+        docs,
+        embedder=resolve_spec(args.embedder),
+        config=config,
+        emb_id=spec_model_id(args.embedder),
+        llm_id=llm.model_id if llm else "offline",
+        ray_address=args.ray_address,
+        workers=args.workers,
+        use_ray=llm is None and not args.no_ray,
+        progress=progress,
+        load=load,
+        on_start=lambda n, w: say(args, f"building {n} book(s) on Ray with {w} worker(s)"),
     )
-    indexer = None  # the embedding model loads only if some document needs work
-    reports = []
-    for n, d in enumerate(docs, 1):
-        r = _unchanged(store, d.doc_id, d.text, fingerprint)
-        if r is None:
-            if indexer is None:
-                indexer = Indexer(
-                    store,
-                    load_embedder(args.embedder),
-                    llm=llm,
-                    config=config,
-                    progress=not args.quiet,
-                )
-            r = indexer.index(d.doc_id, d.text, title=d.title)
-        reports.append(r)
-        if not args.json:
-            say(args, f"[{n}/{len(docs)}] {d.doc_id}: {_report_line(r)}")
-    return reports
-
-
-def _unchanged(store: MemoryStore, doc_id: str, text: str, fingerprint: str) -> IndexReport | None:
-    """The report of a document the store already holds the same way, intact; else ``None``."""
-    from mindscape.memory.indexer import IndexReport, is_current, vectors_intact
-
-    row = store.cache.doc(doc_id) or {}
-    if not (is_current(store, doc_id, text, fingerprint) and vectors_intact(store, doc_id, row)):
-        return None
-    return IndexReport(
-        doc_id, skipped=True, tokens=row.get("tokens", 0), layers=row.get("layers", {})
-    )
+    failed = [{"doc_id": f.doc_id, "origin": f.origin, "error": f.error} for f in run.failures]
+    return run.reports, failed
 
 
 def _report_line(r: IndexReport) -> str:

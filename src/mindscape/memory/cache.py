@@ -36,6 +36,9 @@ class IndexCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fallback: IndexCache | None = None
+        """Another cache read where this one misses, never written (a library worker's scratch
+        cache reads the store's: :mod:`mindscape.library`)."""
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False)
         try:
@@ -60,7 +63,7 @@ class IndexCache:
 
     # -- generic bytes ------------------------------------------------------------
     def get_many(self, ns: str, keys: list[str]) -> dict[str, bytes]:
-        """The cached values of those keys that are present."""
+        """The cached values of those keys that are present (here, else in `fallback`)."""
         found: dict[str, bytes] = {}
         with self._lock:
             for i in range(0, len(keys), 500):
@@ -70,6 +73,8 @@ class IndexCache:
                     f"SELECT key, value FROM kv WHERE ns=? AND key IN ({marks})", [ns, *part]
                 )
                 found.update(dict(rows.fetchall()))
+        if self.fallback is not None and len(found) < len(keys):
+            found.update(self.fallback.get_many(ns, [k for k in keys if k not in found]))
         return found
 
     def put_many(self, ns: str, items: dict[str, bytes]) -> None:
@@ -80,6 +85,15 @@ class IndexCache:
                 [(ns, k, v) for k, v in items.items()],
             )
             self._db.commit()
+
+    def namespaces(self) -> dict[str, dict[str, bytes]]:
+        """Every cached value, by namespace (how a library worker's scratch cache is handed
+        to the store: :mod:`mindscape.library`)."""
+        out: dict[str, dict[str, bytes]] = {}
+        with self._lock:
+            for ns, key, value in self._db.execute("SELECT ns, key, value FROM kv"):
+                out.setdefault(ns, {})[key] = value
+        return out
 
     # -- text (LLM outputs) -----------------------------------------------------
     def get_text(self, key: str) -> str | None:
