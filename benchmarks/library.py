@@ -1,11 +1,12 @@
 """A library of books: index throughput on Ray, query latency, `ask`'s memory, routing recall.
 
-    python benchmarks/library.py --bench ../shared/bench            # every bench document
-    python benchmarks/library.py ... --max-books 20                 # a quick run
+    python benchmarks/library.py --bench ../shared/bench            # 100 books
+    python benchmarks/library.py ... --books 20                     # a quick run
     python benchmarks/library.py ... --skip-index                   # reuse the store as it is
 
-1. **Index.** Every bench document (FairytaleQA, NarrativeQA-Lit, QuALITY, SFiction, NoCha and
-   the ComoRAG sample: 133 documents, about 8.3M tokens) goes into one store through
+1. **Index.** ``--books`` bench documents (default 100: every FairytaleQA, QuALITY, SFiction,
+   NoCha and ComoRAG document, 73 in all, and the 27 shortest NarrativeQA-Lit books; about
+   2.5M tokens. 133 is every bench document, about 8.7M tokens) go into one store through
    `mindscape.library.index_library`, on a local Ray with one worker per CPU, offline. The
    store lives under the benchmarks' cache and is built from scratch (``--skip-index`` reuses
    it). Throughput is tokens per second of wall time, Ray's start-up included.
@@ -67,14 +68,18 @@ DATASETS = (
 OPEN_QA = ("fairytaleqa", "narrativeqa_lit", "comorag_cinderella")
 
 
-def library_docs(bench: str, max_books: int | None) -> list[SourceDoc]:
-    """Every bench document as a book (the first `max_books` of them, FairytaleQA first)."""
+def library_docs(bench: str, books: int) -> list[SourceDoc]:
+    """`books` bench documents: every story and book of the other datasets, then the shortest
+    NarrativeQA-Lit books up to that count (133: every bench document)."""
     docs = [
         SourceDoc(d.doc_id, d.text, d.title, f"{ds}/{d.split}")
         for ds in DATASETS
+        if ds != "narrativeqa_lit"
         for d in load_documents(bench, ds)
     ]
-    return docs[:max_books] if max_books else docs
+    nqa = sorted(load_documents(bench, "narrativeqa_lit"), key=lambda d: len(d.text))
+    docs += [SourceDoc(d.doc_id, d.text, d.title, "narrativeqa_lit") for d in nqa]
+    return docs[:books]
 
 
 def index_phase(store: MemoryStore, docs: list[SourceDoc], workers: int | None) -> dict:
@@ -166,6 +171,8 @@ def latency_phase(store: MemoryStore, bench: str, n: int, seed: int) -> dict:
     return {
         "questions": len(questions),
         "warm_s": round(warm_s, 1),
+        "chunks": store.count("veridical"),
+        "units": sum(store.count(layer) for layer in LAYERS),
         "total_ms": {k: round(v, 1) for k, v in percentiles(total).items()},
         "without_query_embedding_ms": {k: round(v, 1) for k, v in percentiles(search).items()},
     }
@@ -227,7 +234,13 @@ def routing_phase(store: MemoryStore, bench: str, seed: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bench", default="../shared/bench")
-    ap.add_argument("--max-books", type=int, default=None, help="only the first N documents")
+    ap.add_argument(
+        "--books",
+        type=int,
+        default=100,
+        help="library size: the 73 documents of the other datasets, then the shortest "
+        "NarrativeQA-Lit books (default 100; 133: every bench document)",
+    )
     ap.add_argument("--workers", type=int, default=None, help="Ray workers (default: every CPU)")
     ap.add_argument("--skip-index", action="store_true", help="reuse the store as it is")
     ap.add_argument("--sample-every", type=int, default=10, help="embedding-only sample stride")
@@ -236,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-routing", action="store_true")
     args = ap.parse_args(argv)
 
-    docs = library_docs(args.bench, args.max_books)
+    docs = library_docs(args.bench, args.books)
     path = cache_root() / f"library-{len(docs)}"
     if not args.skip_index and path.exists():
         import shutil

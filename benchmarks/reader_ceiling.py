@@ -58,6 +58,7 @@ def gold_passages(q: Any) -> list[EvidenceItem]:
 
 def reader() -> Any:
     """The local model as the plain-prompt answerer."""
+    from mindscape.context import Context
     from mindscape.deps import Deps
     from mindscape.embeddings import load_embedder
     from mindscape.reasoners.llm import LLMReasoner
@@ -65,8 +66,15 @@ def reader() -> Any:
     from mindscape.reasoners.sentence_vectors import SentenceVectors
 
     deps = Deps(llm_settings=LLMSettings(backend="local"))
-    fallback = OfflineReasoner(SentenceVectors(load_embedder()))
-    return LLMReasoner(deps.get_chat(), fallback, settings=deps.settings(), roles=["answer"])
+    run = Context().resolved()
+    fallback = OfflineReasoner(SentenceVectors(load_embedder()), **run.offline_calibration())
+    return LLMReasoner(
+        deps.get_chat(),
+        fallback,
+        settings=deps.settings(),
+        passage_tokens=int(run.llm_passage_tokens or 0),
+        roles=["answer"],
+    )
 
 
 def run_ceiling(questions: list[Any], path: Path) -> None:

@@ -556,3 +556,11 @@ class QAScript:
     def chat_model(self, n: int = 500) -> ScriptedChatModel:
         """A ScriptedChatModel answering every call from this script."""
         return ScriptedChatModel(responses=[self] * n)
+
+
+def offline_reasoner(vectors: Any, **overrides: Any) -> Any:
+    """The extractive reasoner with the default run's calibration (Context's), over `vectors`."""
+    from mindscape.context import Context
+    from mindscape.reasoners.offline import OfflineReasoner
+
+    return OfflineReasoner(vectors, **{**Context().offline_calibration(), **overrides})

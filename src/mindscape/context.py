@@ -327,6 +327,15 @@ class Context:
             values["store"] = env_store()
         return replace(self, **values)
 
+    def offline_calibration(self) -> dict[str, Any]:
+        """The extractive reasoner's thresholds (keyword arguments of ``OfflineReasoner``)."""
+        return {
+            "open_threshold": self.open_threshold,
+            "claim_threshold": self.claim_threshold,
+            "mc_margin": self.mc_margin,
+            "span": self.offline_span,
+        }
+
     # ---- the one mapping to the retriever's settings
     def signature_params(self) -> SignatureParams:
         """The signature selection of this run (a resolved Context)."""

@@ -255,13 +255,7 @@ class Deps:
         """The extractive reasoner with the run's calibration."""
         from mindscape.reasoners.offline import OfflineReasoner
 
-        return OfflineReasoner(
-            self.sentence_vectors(ctx),
-            open_threshold=ctx.open_threshold,
-            claim_threshold=ctx.claim_threshold,
-            mc_margin=ctx.mc_margin,
-            span=ctx.offline_span,
-        )
+        return OfflineReasoner(self.sentence_vectors(ctx), **ctx.offline_calibration())
 
     def get_chat(self) -> BaseChatModel:
         """The chat model (built from the LLM settings on first use)."""

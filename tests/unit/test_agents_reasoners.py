@@ -19,7 +19,7 @@ from mindscape.reasoners.offline import OfflineReasoner
 from mindscape.reasoners.schemas import AnswerOut
 from mindscape.reasoners.sentence_vectors import SentenceVectors
 from mindscape.reasoners.text import content_words, names, short_span, wh_word
-from tests.fakes import STORY_CHUNKS, HashingEmbedder, ScriptedChatModel
+from tests.fakes import STORY_CHUNKS, HashingEmbedder, ScriptedChatModel, offline_reasoner
 
 
 def items(texts: list[str] | None = None) -> list[dict]:
@@ -44,7 +44,7 @@ def items(texts: list[str] | None = None) -> list[dict]:
 
 @pytest.fixture
 def offline() -> OfflineReasoner:
-    return OfflineReasoner(
+    return offline_reasoner(
         SentenceVectors(HashingEmbedder(256)), open_threshold=0.5
     )  # hashing cosines run low
 
@@ -78,7 +78,7 @@ def test_text_helpers() -> None:
 def test_offline_open_answer_is_deterministic(offline: OfflineReasoner) -> None:
     req = AnswerRequest("Where did Tobin hide the gold?", "open", passages=items())
     a = offline.answer(req, usage=Usage())
-    b = OfflineReasoner(SentenceVectors(HashingEmbedder(256)), open_threshold=0.5).answer(
+    b = offline_reasoner(SentenceVectors(HashingEmbedder(256)), open_threshold=0.5).answer(
         req, usage=Usage()
     )
     assert a == b
@@ -178,7 +178,10 @@ def llm(*responses: object, structured: str = "off") -> tuple[LLMReasoner, Scrip
     chat = ScriptedChatModel(responses=list(responses))
     settings = LLMSettings(backend="openai", structured=structured, retry_base_delay_s=0.0)
     return LLMReasoner(
-        chat, OfflineReasoner(SentenceVectors(HashingEmbedder(256))), settings=settings
+        chat,
+        offline_reasoner(SentenceVectors(HashingEmbedder(256))),
+        settings=settings,
+        passage_tokens=1000,
     ), chat
 
 
@@ -298,8 +301,8 @@ def test_round_requests_name_every_field() -> None:
 def test_roles_outside_llm_roles_make_no_call() -> None:
     chat = ScriptedChatModel(responses=[])
     settings = LLMSettings(backend="openai", structured="off", retry_base_delay_s=0.0)
-    offline = OfflineReasoner(SentenceVectors(HashingEmbedder(256)))
-    r = LLMReasoner(chat, offline, settings=settings, roles=("answer",))
+    offline = offline_reasoner(SentenceVectors(HashingEmbedder(256)))
+    r = LLMReasoner(chat, offline, settings=settings, passage_tokens=1000, roles=("answer",))
     u = Usage()
     req = RefineRequest(
         question="Where did Mara hide the gold?",
@@ -352,7 +355,7 @@ def test_local_backend_plays_answer_and_update_only(
 def test_answer_prompt_keeps_memory_and_passages_within_the_passage_budget() -> None:
     chat = ScriptedChatModel(responses=['{"quote": "", "answer": "cave", "sufficient": false}'])
     settings = LLMSettings(backend="openai", structured="off", retry_base_delay_s=0.0)
-    offline = OfflineReasoner(SentenceVectors(HashingEmbedder(256)))
+    offline = offline_reasoner(SentenceVectors(HashingEmbedder(256)))
     r = LLMReasoner(chat, offline, settings=settings, passage_tokens=400)
     memory = [
         {
@@ -383,7 +386,7 @@ def test_answer_prompt_keeps_memory_and_passages_within_the_passage_budget() -> 
 def test_an_attempt_records_the_passages_the_model_read() -> None:
     chat = ScriptedChatModel(responses=['{"quote": "", "answer": "cave", "sufficient": false}'])
     settings = LLMSettings(backend="openai", structured="off", retry_base_delay_s=0.0)
-    offline = OfflineReasoner(SentenceVectors(HashingEmbedder(256)))
+    offline = offline_reasoner(SentenceVectors(HashingEmbedder(256)))
     r = LLMReasoner(chat, offline, settings=settings, passage_tokens=200)
     passages = [{**p, "tokens": 60} for p in items()]  # 8 passages, 480 tokens: over budget
     attempt = r.answer(AnswerRequest("Where?", "open", passages=passages), usage=Usage())  # type: ignore[arg-type]
@@ -398,7 +401,7 @@ def test_an_attempt_records_the_passages_the_model_read() -> None:
 def test_a_request_may_widen_the_prompt_window() -> None:
     chat = ScriptedChatModel(responses=['{"quote": "", "answer": "cave", "sufficient": false}'] * 2)
     settings = LLMSettings(backend="openai", structured="off", retry_base_delay_s=0.0)
-    offline = OfflineReasoner(SentenceVectors(HashingEmbedder(256)))
+    offline = offline_reasoner(SentenceVectors(HashingEmbedder(256)))
     r = LLMReasoner(chat, offline, settings=settings, passage_tokens=200)
     passages = [{**p, "tokens": 60} for p in items()]
     narrow = r.answer(AnswerRequest("Where?", "open", passages=passages), usage=Usage())  # type: ignore[arg-type]

@@ -11,10 +11,9 @@ from mindscape.llm import LLMSettings, Usage
 from mindscape.reasoners.base import AnswerRequest
 from mindscape.reasoners.focus import ViewChunks, focus
 from mindscape.reasoners.llm import LLMReasoner
-from mindscape.reasoners.offline import OfflineReasoner
 from mindscape.reasoners.replies import parse_plain, supporting_sentence
 from mindscape.reasoners.sentence_vectors import SentenceVectors
-from tests.fakes import HashingEmbedder, ScriptedChatModel
+from tests.fakes import HashingEmbedder, ScriptedChatModel, offline_reasoner
 
 STORY = (
     "A rich man's wife fell sick. She called her daughter to her bed. "
@@ -184,8 +183,8 @@ def test_supporting_sentence_ties_the_answer_to_the_passage() -> None:
 def local_reasoner(chat: ScriptedChatModel, **kw: bool) -> LLMReasoner:
     """The LLM reasoner as the local backend builds it, over a scripted chat model."""
     settings = LLMSettings(backend="local", retry_base_delay_s=0.0)
-    fallback = OfflineReasoner(SentenceVectors(HashingEmbedder(256)))
-    return LLMReasoner(chat, fallback, settings=settings, **kw)
+    fallback = offline_reasoner(SentenceVectors(HashingEmbedder(256)))
+    return LLMReasoner(chat, fallback, settings=settings, **{"passage_tokens": 1000, **kw})
 
 
 def test_local_model_answers_in_plain_words_from_the_focused_set() -> None:

@@ -209,7 +209,7 @@ def test_the_llm_parts_are_in_the_fingerprint_and_the_default_keeps_it():
 
     base = IndexConfig()
     # pinned: a change re-indexes every store. The LLM one changed once on purpose, when the
-    # outline items came to partition their section (index_outline.COVERAGE)
+    # outline items came to partition their section (index_config.COVERAGE)
     assert base.fingerprint("e", "gpt") == "1f50f308f6a3e16e"
     assert base.fingerprint("e", "offline") == "f88b1b9d40b5ea17"
     assert base.fingerprint("", "") == "adc10655b2244468"

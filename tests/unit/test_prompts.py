@@ -18,9 +18,8 @@ from mindscape.reasoners.base import (
     UpdateRequest,
 )
 from mindscape.reasoners.llm import LLMReasoner
-from mindscape.reasoners.offline import OfflineReasoner
 from mindscape.reasoners.sentence_vectors import SentenceVectors
-from tests.fakes import HashingEmbedder, ScriptedChatModel
+from tests.fakes import HashingEmbedder, ScriptedChatModel, offline_reasoner
 
 MODULES = [answer, encode, fuse, probe, update]
 LEFTOVER = re.compile(r"\{[a-z_]+\}")
@@ -71,8 +70,8 @@ def test_rendered_prompts_are_fully_filled() -> None:
     """Run every role against a recording model and check that no `{placeholder}` survives."""
     chat = ScriptedChatModel(responses=["{}"] * 10)
     settings = LLMSettings(backend="openai", structured="off", retry_base_delay_s=0)
-    fallback = OfflineReasoner(SentenceVectors(HashingEmbedder(64)))
-    r = LLMReasoner(chat, fallback, settings=settings)
+    fallback = offline_reasoner(SentenceVectors(HashingEmbedder(64)))
+    r = LLMReasoner(chat, fallback, settings=settings, passage_tokens=1000)
     u = Usage()
     p = [_item("d:c1", "Mara lit the lamp.")]
     sig = [{"unit_id": "d:e0", "text": "A summary.", "chunk_ids": ["d:c1"]}]

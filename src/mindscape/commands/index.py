@@ -17,9 +17,10 @@ from mindscape.commands.common import (
     warn,
 )
 from mindscape.errors import InputError
+from mindscape.memory.index_config import IndexConfig
 
 if TYPE_CHECKING:
-    from mindscape.memory.indexer import IndexConfig, IndexReport
+    from mindscape.memory.indexer import IndexReport
     from mindscape.memory.store import MemoryStore
 
 
@@ -61,37 +62,33 @@ def _add_index_options(p: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="only these documents of a .jsonl input (repeatable)",
     )
-    p.add_argument(
-        "--chunk-size", type=int, default=128, help="tokens per chunk (default %(default)s)"
-    )
-    p.add_argument(
-        "--overlap",
-        type=int,
-        default=16,
-        help="overlap tokens between chunks (default %(default)s)",
-    )
-    p.add_argument(
-        "--window",
-        type=int,
-        default=20,
-        help="chunks per episodic session, W (default %(default)s)",
-    )
-    p.add_argument(
+    for option, field, metavar, what in INDEX_OPTIONS:
+        default = getattr(IndexConfig(), field)
+        p.add_argument(
+            option,
+            type=int,
+            default=None,
+            dest=field,
+            metavar=metavar,
+            help=f"{what} (default {default})",
+        )
+
+
+INDEX_OPTIONS: tuple[tuple[str, str, str, str], ...] = (
+    ("--chunk-size", "chunk_size", "N", "tokens per chunk"),
+    ("--overlap", "chunk_overlap", "N", "overlap tokens between chunks"),
+    ("--window", "window", "W", "chunks per episodic session, W"),
+    (
         "--mom-paths",
-        type=int,
-        default=3,
-        metavar="N",
-        help="when an index LLM writes the outline: candidate MoM memories per outline "
-        "section, one chosen by the local model's token probabilities (default %(default)s; 1: "
-        "one greedy memory, no scoring)",
-    )
-    p.add_argument(
-        "--mom-k",
-        type=int,
-        default=60,
-        metavar="K",
-        help="k of the rank fusion that chooses among the MoM paths (default %(default)s)",
-    )
+        "mom_paths",
+        "N",
+        "when an index LLM writes the outline: candidate MoM memories per outline section, one "
+        "chosen by the local model's token probabilities (1: one greedy memory, no scoring)",
+    ),
+    ("--mom-k", "mom_k", "K", "k of the rank fusion that chooses among the MoM paths"),
+)
+"""The options that set an IndexConfig field: (option, field, metavar, help). Each defaults to
+None, so IndexConfig alone holds the default (the help shows it)."""
 
 
 def _add_ray_options(p: argparse.ArgumentParser) -> None:
@@ -176,7 +173,7 @@ def run_index(args: argparse.Namespace) -> int:
 
     from mindscape.sources import SourceProblem, load_sources
 
-    if args.mom_paths < 1:
+    if args.mom_paths is not None and args.mom_paths < 1:
         raise InputError(f"--mom-paths must be at least 1 (got {args.mom_paths})")
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers must be at least 1 (got {args.workers})")
@@ -276,16 +273,9 @@ def _llm_parts(args: argparse.Namespace) -> tuple[str, ...]:
 
 def _config(args: argparse.Namespace) -> IndexConfig:
     """The index config the options ask for (the rest at its defaults)."""
-    from mindscape.memory.indexer import IndexConfig
-
-    return IndexConfig(
-        chunk_size=args.chunk_size,
-        chunk_overlap=args.overlap,
-        window=args.window,
-        mom_paths=args.mom_paths,
-        mom_k=args.mom_k,
-        llm_parts=args.llm_parts,
-    )
+    given = {field: getattr(args, field) for _, field, _, _ in INDEX_OPTIONS}
+    given = {k: v for k, v in given.items() if v is not None}
+    return IndexConfig(**given, llm_parts=args.llm_parts)
 
 
 def _estimate(args: argparse.Namespace, docs: list) -> int:
@@ -320,7 +310,7 @@ def _estimate(args: argparse.Namespace, docs: list) -> int:
             print(f"  {part:<9} {row['calls']:>7} calls {row['tokens_in']:>10} tokens in")
         if "mom_score" in cost.parts:
             print(
-                f"  (mom_score: the local model's reads that choose among {args.mom_paths} MoM "
+                f"  (mom_score: the local model's reads that choose among {_config(args).mom_paths} MoM "
                 "paths per section, in process)"
             )
     else:

@@ -12,7 +12,11 @@ from typing import Any
 
 from mindscape.memory.cache import content_key
 from mindscape.memory.cluster import ClusterParams
-from mindscape.memory.index_outline import COVERAGE
+
+COVERAGE = "anchor-to-next-item"
+"""How an LLM outline item maps to chunks (in the index fingerprint: a store built under
+another rule is re-indexed, from the cached answers). See
+:func:`~mindscape.memory.index_outline.item_regions`."""
 
 LLM_PARTS: tuple[str, ...] = ("episodic", "semantic", "outline", "triples")
 """The index parts an LLM can write (the indexer's stages, the estimate's parts): the session
@@ -91,7 +95,7 @@ class IndexConfig:
         store stays current when they change; with one, the parts are in only when they are
         not all of them (an index of every part keeps the fingerprint it had before parts
         could be chosen), and the path settings and the rule mapping items to chunks
-        (:data:`~mindscape.memory.index_outline.COVERAGE`) only when the LLM writes the
+        (:data:`COVERAGE`) only when the LLM writes the
         outline."""
         fields: dict[str, Any] = asdict(self)
         offline = llm in ("offline", "")

@@ -211,11 +211,6 @@ def llm_items(
     ]
 
 
-COVERAGE = "anchor-to-next-item"
-"""How an LLM outline item maps to chunks (in the index fingerprint: a store built under
-another rule is re-indexed, from the cached answers). See :func:`item_regions`."""
-
-
 def item_regions(sec: Section, spans: list[list[tuple[int, int]]]) -> list[tuple[int, int] | None]:
     """The character region each item covers: from its first atomic chunk to the next item's
     first (the first item from the section's start, the last to its end), widened to its own

@@ -204,7 +204,7 @@ def minmax(x: Sequence[float] | np.ndarray) -> np.ndarray:
 def hybrid_scores(
     dense: Sequence[float] | np.ndarray,
     bm25: Sequence[float] | np.ndarray,
-    weight: float = 0.3,
+    weight: float,
 ) -> np.ndarray:
     """``(1-weight)·minmax(dense) + weight·minmax(bm25)`` over the same documents.
 

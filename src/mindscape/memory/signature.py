@@ -295,7 +295,7 @@ def _weighted_pair(
 def conditioned_scores(
     query_scores: Sequence[float] | np.ndarray,
     signature_scores: Sequence[float] | np.ndarray,
-    alpha: float = 0.5,
+    alpha: float,
 ) -> np.ndarray:
     """``s(c|q,σ) = (1-α)·s(q,c) + α·s(σ,c)``; α=0 returns the query scores unchanged."""
     q, s = _weighted_pair("alpha", alpha, query_scores, signature_scores)

@@ -108,7 +108,7 @@ class RefineRequest(RoundRequest):
 
     attempt: Attempt | None
     previous_probes: list[str]
-    max_probes: int = 3
+    max_probes: int
     rewrite: bool = False
 
 

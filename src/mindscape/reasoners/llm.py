@@ -88,7 +88,7 @@ class LLMReasoner:
         settings: LLMSettings | None = None,
         cache: TextCache | None = None,
         shared: dict[str, Any] | None = None,
-        passage_tokens: int = 1000,
+        passage_tokens: int,
         roles: list[str] | tuple[str, ...] = LLM_ROLES,
         option_scoring: bool = False,
     ) -> None:

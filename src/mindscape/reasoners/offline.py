@@ -54,7 +54,8 @@ def _clip(x: float) -> float:
 
 
 class OfflineReasoner:
-    """Extractive reasoner on an embedder. Thresholds are MiniLM cosines (see Context)."""
+    """Extractive reasoner on an embedder. Thresholds are MiniLM cosines; their values live in
+    Context (:meth:`~mindscape.context.Context.offline_calibration`)."""
 
     name = "offline"
 
@@ -62,10 +63,10 @@ class OfflineReasoner:
         self,
         vectors: SentenceVectors,
         *,
-        open_threshold: float = 0.75,
-        claim_threshold: float = 0.55,
-        mc_margin: float = 0.02,
-        span: bool = True,
+        open_threshold: float,
+        claim_threshold: float,
+        mc_margin: float,
+        span: bool,
     ) -> None:
         self.vectors = vectors
         self.open_threshold = open_threshold
