@@ -243,6 +243,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--workers", type=int, default=None, help="Ray workers (default: every CPU)")
     ap.add_argument("--skip-index", action="store_true", help="reuse the store as it is")
+    ap.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the books the store already holds (index only the others; the throughput "
+        "is then the new books')",
+    )
     ap.add_argument("--sample-every", type=int, default=10, help="embedding-only sample stride")
     ap.add_argument("--questions", type=int, default=300, help="questions for the latency")
     ap.add_argument("--seed", type=int, default=0)
@@ -250,8 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     docs = library_docs(args.bench, args.books)
-    path = cache_root() / f"library-{len(docs)}"
-    if not args.skip_index and path.exists():
+    path = cache_root() / "library"
+    if not (args.skip_index or args.keep) and path.exists():
         import shutil
 
         shutil.rmtree(path)

@@ -5,9 +5,10 @@ interpreter (the venv's python); `test_kernel_is_this_venv` checks that. Every n
 with its working directory, its store (``MINDSCAPE_NOTEBOOK_STORE``) and its temp dir
 (``TMPDIR``, where 03 builds its bench) inside the test's tmp_path, offline.
 
-Notebook 02 answers with the default backend, as a user would get it: the local model when it
-is installed (then it takes one or two answer calls, a few minutes on two busy cores), else the
-extractive reasoner; the test asserts what either prints. ``MINDSCAPE_NOTEBOOK_TIMEOUT`` sets
+Notebook 02 runs twice: with the extractive backend, and with the default backend as a user
+would get it (a `local_model` test): the local model when it is installed (one or two answer
+calls, a few minutes on two busy cores), else the extractive reasoner; the test asserts what
+either prints. ``MINDSCAPE_NOTEBOOK_TIMEOUT`` sets
 the per-cell timeout in seconds (default 900).
 """
 
@@ -106,10 +107,20 @@ def test_01_builds_the_index_and_plots_its_structure(notebook_env: Path) -> None
     assert (notebook_env / "notebook-store").is_dir()
 
 
-def test_02_steps_through_one_question(notebook_env: Path) -> None:
+@pytest.mark.parametrize(
+    "backend",
+    ["extractive", pytest.param("default", marks=pytest.mark.local_model)],
+)
+def test_02_steps_through_one_question(
+    notebook_env: Path, monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
+    """Once with the extractive backend, once with the default a user gets (the local model
+    when it is installed: a `local_model` test, left out of `make check`)."""
     from mindscape.llm import LLMSettings, resolve_backend
 
-    backend = resolve_backend(LLMSettings.from_env())[0]  # what `auto` gives the kernel too
+    if backend == "extractive":
+        monkeypatch.setenv("MINDSCAPE_LLM_BACKEND", "extractive")
+    backend = resolve_backend(LLMSettings.from_env())[0]  # what the kernel resolves too
     nb = run_notebook("02_step_through.ipynb", notebook_env)
     text = text_of(nb)
     assert f"kernel: {sys.executable}" in text
