@@ -44,7 +44,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import cache_root, chunk_spans, log, percentiles  # noqa: E402
+from common import cache_root, chunk_spans, limit_threads, log, percentiles  # noqa: E402
 from retrieval_recall import KS, MAIN, evaluate, paired, variants  # noqa: E402
 
 from mindscape.embeddings import encode, load_embedder, resolve_spec, spec_model_id  # noqa: E402
@@ -99,13 +99,14 @@ def index_phase(store: MemoryStore, docs: list[SourceDoc], workers: int | None) 
         workers=workers,
         progress=progress,
     )
-    tokens = sum(r.tokens for r in run.reports)
     built = [r for r in run.reports if not r.skipped]
+    tokens = sum(r.tokens for r in built)
     return {
         "books": len(run.reports),
         "failed": [f.doc_id for f in run.failures],
         "built": len(built),
-        "tokens": tokens,
+        "tokens_built": tokens,
+        "tokens_library": sum(r.tokens for r in run.reports),
         "workers": run.workers,
         "index_s": round(run.seconds, 1),
         "index_tokens_per_s": round(tokens / run.seconds, 1) if built else None,
@@ -250,9 +251,23 @@ def main(argv: list[str] | None = None) -> int:
         "is then the new books')",
     )
     ap.add_argument("--sample-every", type=int, default=10, help="embedding-only sample stride")
+    ap.add_argument(
+        "--new-from",
+        type=int,
+        default=0,
+        help="draw the embedding-only sample from the books after the first N only (the ones "
+        "a --keep run built)",
+    )
     ap.add_argument("--questions", type=int, default=300, help="questions for the latency")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-routing", action="store_true")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="torch threads for the latency phase (0: torch's default, as `ask` runs; "
+        "benchmarks/retrieval_latency.py uses 1)",
+    )
     args = ap.parse_args(argv)
 
     docs = library_docs(args.bench, args.books)
@@ -267,12 +282,14 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_index:
         out["index"] = index_phase(store, docs, args.workers)
         log(f"index: {out['index']}")
-    out["embed_only"] = embed_only_phase(store, docs, args.sample_every)
+    out["embed_only"] = embed_only_phase(store, docs[args.new_from :], args.sample_every)
     if "index" in out:
         ratio = out["embed_only"]["embed_only_tokens_per_s"] / out["index"]["index_tokens_per_s"]
         out["throughput_ratio"] = round(ratio, 3)
     log(f"embedding only: {out['embed_only']}")
+    limit_threads(args.threads)
     out["latency"] = latency_phase(store, args.bench, args.questions, args.seed)
+    out["latency"]["threads"] = args.threads
     log(f"latency: {out['latency']}")
     store.close()
     out["memory"] = ask_memory_phase(path)
@@ -290,7 +307,7 @@ def print_table(out: dict[str, Any]) -> None:
     ix, eo, lat, mem = out.get("index"), out["embed_only"], out["latency"], out["memory"]
     if ix:
         print(
-            f"index           {ix['books']} books, {ix['tokens']} tokens in {ix['index_s']} s on "
+            f"index           {ix['built']} of {ix['books']} books, {ix['tokens_built']} tokens in {ix['index_s']} s on "
             f"{ix['workers']} Ray workers: {ix['index_tokens_per_s']} tokens/s"
         )
         print(

@@ -115,6 +115,14 @@ def test_store_reloads_from_disk(tmp_path, story):
     again = MemoryStore(tmp_path / "store")
     assert all_units(again).keys() == units.keys()
     assert (again.view("veridical").vecs == vecs).all()
+    # a large library's layer is read a page at a time; the pages add up to the same view
+    paged = MemoryStore(tmp_path / "store")
+    paged.READ_PAGE = 7
+    view = paged.view("veridical")
+    assert len(view) > 7 and [u.id for u in view.units] == [
+        u.id for u in again.view("veridical").units
+    ]
+    assert (view.vecs == vecs).all()
 
 
 def _scripted_llm(cache=None):

@@ -54,6 +54,9 @@ class LayerView:
 class MemoryStore:
     """Chroma collections per layer + the index cache, under one directory."""
 
+    READ_PAGE = 10_000
+    """Units read per Chroma ``get`` when a layer is loaded."""
+
     def __init__(self, path: str | Path, *, chroma_url: str | None = None, client: Any = None):
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
@@ -227,15 +230,10 @@ class MemoryStore:
     def view(self, layer: Layer, doc_ids: set[str] | None = None) -> LayerView:
         """A layer in memory (loaded once, then cached until the layer is written)."""
         if layer not in self._views:
-            got = self.collection(layer).get(include=["embeddings", "documents", "metadatas"])
-            units = [
-                _from_meta(i, d, m, layer)
-                for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
-            ]
+            units, emb = self._read_all(layer)
             order = sorted(
                 range(len(units)), key=lambda k: (units[k].doc_id, units[k].level, units[k].order)
             )
-            emb = got["embeddings"]
             vecs = (
                 np.asarray(emb, dtype=np.float32)[order]
                 if len(units)
@@ -243,6 +241,24 @@ class MemoryStore:
             )
             self._views[layer] = LayerView(layer, [units[k] for k in order], vecs)
         return self._views[layer].subset(doc_ids)
+
+    def _read_all(self, layer: Layer) -> tuple[list[Unit], list[Any]]:
+        """Every unit of a layer and its vector, read a page at a time: one ``get`` of a whole
+        library's layer (about 80K chunks at 9M tokens) passes SQLite's variable limit."""
+        col = self.collection(layer)
+        units: list[Unit] = []
+        emb: list[Any] = []
+        page = self.READ_PAGE
+        for offset in range(0, int(col.count()), page):
+            got = col.get(
+                include=["embeddings", "documents", "metadatas"], limit=page, offset=offset
+            )
+            units += [
+                _from_meta(i, d, m, layer)
+                for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+            ]
+            emb += list(got["embeddings"])
+        return units, emb
 
     def documents(self) -> list[dict[str, Any]]:
         """The finished documents of the store, from the manifest."""
