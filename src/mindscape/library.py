@@ -37,7 +37,6 @@ from mindscape.memory.indexer import (
     Indexer,
     IndexReport,
     IndexWriter,
-    doc_context,
 )
 from mindscape.memory.store import MemoryStore
 from mindscape.sources import SourceDoc
@@ -87,9 +86,10 @@ def index_library(
     `embedder` is the embedder spec the workers load (resolved, so every worker loads the same
     model) and `emb_id` the id it will have (:func:`~mindscape.embeddings.spec_model_id`).
     Books already held the same way are skipped. With ``use_ray`` false, or a single book to
-    build and no `ray_address`, books are built here by the Indexer that `load` returns. A
-    skipped book whose title changed gets its context vectors from that Indexer too, and so
-    does every book when an index LLM (`llm_id` other than "offline") writes some part.
+    build and no `ray_address`, or an index LLM (`llm_id` other than "offline"), books are
+    built here by the Indexer that `load` returns. A book held the same way whose title changed
+    is built again like the others: here only its context vectors are embedded
+    (:meth:`Indexer.index`); on Ray the worker finds the rest in the store's cache.
     `on_start(books, workers)` is called once Ray is up.
     """
     t0 = time.perf_counter()
@@ -99,7 +99,7 @@ def index_library(
     done = 0
     for d in docs:
         report = writer.skip_report(d.doc_id, d.text)
-        if report is None or _needs_context(store, d):
+        if report is None or writer.needs_context(d.doc_id, d.title):
             todo.append(d)
             continue
         done += 1
@@ -116,12 +116,6 @@ def index_library(
         _build_here(todo, load, run, done, len(docs), progress)
     run.seconds = time.perf_counter() - t0
     return run
-
-
-def _needs_context(store: MemoryStore, d: SourceDoc) -> bool:
-    """Whether a book held the same way still needs its chunks embedded under its title."""
-    row = store.cache.doc(d.doc_id) or {}
-    return row.get("doc_context") != doc_context(d.doc_id, d.title)
 
 
 def _build_here(

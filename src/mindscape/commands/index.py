@@ -241,7 +241,7 @@ def _index_all(
         llm_id=llm.model_id if llm else "offline",
         ray_address=args.ray_address,
         workers=args.workers,
-        use_ray=llm is None and not args.no_ray,
+        use_ray=not args.no_ray,  # an index LLM keeps the in-process path (llm_id)
         progress=progress,
         load=load,
         on_start=lambda n, w: say(args, f"building {n} book(s) on Ray with {w} worker(s)"),

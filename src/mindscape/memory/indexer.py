@@ -128,6 +128,12 @@ class IndexWriter:
             doc_id, skipped=True, tokens=row.get("tokens", 0), layers=row.get("layers", {})
         )
 
+    def needs_context(self, doc_id: str, title: str | None) -> bool:
+        """Whether the document's chunks have no vectors in this title's context yet (indexed
+        before there were any, or under another title)."""
+        row = self.store.cache.doc(doc_id) or {}
+        return row.get("doc_context") != doc_context(doc_id, title)
+
     def begin(self, doc_id: str, text: str, title: str | None) -> None:
         """Claim the store for this embedder, drop the document's old units and mark it
         ``indexing`` in the manifest (a run killed before :meth:`commit` redoes it)."""
@@ -201,10 +207,9 @@ class Indexer(IndexWriter):
         t0 = time.perf_counter()
         report = self.skip_report(doc_id, text)
         if report is not None:
-            row = self.store.cache.doc(doc_id) or {}
-            context = doc_context(doc_id, title)
-            if row.get("doc_context") != context:
-                self._add_context(row, context, title, report)
+            if self.needs_context(doc_id, title):
+                row = self.store.cache.doc(doc_id) or {}
+                self._add_context(row, doc_context(doc_id, title), title, report)
             report.seconds = time.perf_counter() - t0
             return report
         self.begin(doc_id, text, title)
