@@ -19,12 +19,12 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, cast
 
 from mindscape.commands.common import (
+    add_command,
     add_context_option,
     add_model_options,
     add_quiet_option,
     add_store_option,
     context_values,
-    examples,
     report_error,
     settings_from_args,
 )
@@ -40,16 +40,18 @@ TASKS = ("open", "multiple-choice", "claim")
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register `ask` on the CLI's subparsers."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "ask",
         help="answer a question about an indexed book",
         description="Answer a question with the LangGraph agent: signature, tri-layer retrieval, "
         "evidence memory, and refinement until it can answer or a budget runs out.",
-        **examples(
+        examples=[
             'mindscape ask "Who finds the glass slipper?" --store runs/book',
             'mindscape ask "Who wins?" --option "the prince" --option "the sisters" --json',
             'mindscape ask "The sisters are kind." --task claim --preset naive --llm extractive',
-        ),
+        ],
+        run=run,
     )
     p.add_argument("question", help="the question (or, with --task claim, the claim)")
     add_store_option(p)
@@ -84,7 +86,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--stream", action="store_true", help="show progress events as they happen")
     add_quiet_option(p)
-    p.set_defaults(func=run)
     return p
 
 

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import traceback
+from collections.abc import Callable, Iterable
 from typing import Any
 
 DEFAULT_STORE = ".mindscape/store"
@@ -22,12 +23,34 @@ def report_error(exc: BaseException, args: argparse.Namespace) -> int:
     return 2
 
 
-def examples(*lines: str) -> dict[str, Any]:
-    """Keyword arguments for ``add_parser`` that end its ``--help`` with these examples."""
-    return {
-        "epilog": "examples:\n" + "\n".join(f"  {line}" for line in lines),
-        "formatter_class": argparse.RawDescriptionHelpFormatter,
-    }
+def add_command(
+    sub: argparse._SubParsersAction,
+    name: str,
+    *,
+    help: str,
+    description: str,
+    examples: Iterable[str],
+    run: Callable[[argparse.Namespace], int] | None = None,
+) -> argparse.ArgumentParser:
+    """Register the subcommand (or action) `name` on `sub`: `help` in its parent's list,
+    `description` atop its ``--help`` and `examples` at the end; `run` handles it (None for
+    a command whose actions have their own)."""
+    p = sub.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog="examples:\n" + "\n".join(f"  {line}" for line in examples),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    if run is not None:
+        p.set_defaults(func=run)
+    return p
+
+
+def add_actions(p: argparse.ArgumentParser) -> argparse._SubParsersAction:
+    """The actions of a command that has them (`model install`): one is required, and the
+    one given is ``args.action``; register each with :func:`add_command`."""
+    return p.add_subparsers(dest="action", metavar="ACTION", required=True)
 
 
 def add_context_option(p: argparse.ArgumentParser, name: str, *flags: str, **kwargs: Any) -> None:

@@ -16,11 +16,11 @@ from importlib import resources
 from typing import Any
 
 from mindscape.commands.common import (
+    add_command,
     add_context_option,
     add_model_options,
     add_quiet_option,
     context_values,
-    examples,
     settings_from_args,
 )
 from mindscape.presets import PRESET_NAMES
@@ -31,12 +31,14 @@ DEMO_STORE = ".mindscape/demo-store"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register `demo`."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "demo",
         help="index the bundled story and query it, fully offline",
         description="Index the bundled Cinderella story (cached after the first run) and answer "
         "four questions about it, with the local model when installed, else extractively.",
-        **examples("mindscape demo", "mindscape demo --llm extractive --json --quiet"),
+        examples=["mindscape demo", "mindscape demo --llm extractive --json --quiet"],
+        run=run,
     )
     p.add_argument(
         "--store",
@@ -47,7 +49,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_quiet_option(p)
     p.add_argument("--json", action="store_true", help="one JSON object per answer (JSON lines)")
     add_context_option(p, "preset", choices=PRESET_NAMES)
-    p.set_defaults(func=run)
     p.add_argument(
         "--top", type=int, default=3, help="passages shown per question (default %(default)s)"
     )

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mindscape.commands.common import LLM_CHOICES, add_quiet_option, examples
+from mindscape.commands.common import LLM_CHOICES, add_command, add_quiet_option
 from mindscape.errors import MindscapeError
 
 if TYPE_CHECKING:
@@ -20,22 +20,23 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register `eval`."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "eval",
         help="run presets over a bench split and write report.json / report.md / plots",
         description="Evaluate presets on a bench dataset. Per-question results are appended to "
         "OUT/results.jsonl as they finish; a rerun skips what is done.",
-        **examples(
+        examples=[
             "mindscape eval --bench ../shared/bench --dataset quality_leval --split dev "
             "--preset naive,mindscape --limit 20",
             "mindscape eval --bench ../shared/bench --dataset fairytaleqa --split test --estimate",
             "mindscape eval --bench ../shared/bench --dataset nocha_sample --split test --llm "
             "extractive --json",
-        ),
+        ],
+        run=run,
     )
     _add_run_options(p)
     _add_output_options(p)
-    p.set_defaults(func=run)
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:

@@ -7,10 +7,10 @@ import json
 from typing import TYPE_CHECKING
 
 from mindscape.commands.common import (
+    add_command,
     add_model_options,
     add_quiet_option,
     add_store_option,
-    examples,
     llm_from_args,
     say,
     settings_from_args,
@@ -26,21 +26,23 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register `index` and `inspect`."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "index",
         help="build the layered memory of documents into a store",
         description="Index .txt/.md files, folders of them and bench documents.jsonl files "
         "into a store. Unchanged documents are skipped; an interrupted run resumes (a library "
         "keeps every book it finished). Several books are built in parallel on Ray (local by "
         "default, --ray-address for a cluster); a bad book is reported and the others indexed.",
-        **examples(
+        examples=[
             "mindscape index book.txt --store runs/book",
             "mindscape index library/ --store runs/library   # every .txt/.md/.jsonl below, on Ray",
             "mindscape index book.txt --estimate            # LLM calls and tokens, nothing run",
             "mindscape index docs.jsonl --doc-id d1 --doc-id d2 --store runs/series --json",
             "mindscape index book.txt --llm openai --mom-paths 1   # one MoM memory per section",
             "mindscape index book.txt --llm openai --index-llm-parts outline  # outline only",
-        ),
+        ],
+        run=run_index,
     )
     p.add_argument("files", nargs="+", metavar="FILE", help=".txt, .md or documents.jsonl")
     add_store_option(p)
@@ -49,7 +51,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_model_options(p)
     _add_llm_index_options(p)
     _add_ray_options(p)
-    p.set_defaults(func=run_index)
     _add_inspect_parser(sub)
 
 
@@ -153,18 +154,20 @@ def _add_llm_index_options(p: argparse.ArgumentParser) -> None:
 
 def _add_inspect_parser(sub: argparse._SubParsersAction) -> None:
     """Register `inspect`."""
-    q = sub.add_parser(
+    q = add_command(
+        sub,
         "inspect",
         help="print what a store holds",
         description="Print a store's documents and the units of each layer.",
-        **examples(
-            "mindscape inspect --store runs/book", "mindscape inspect --store runs/book --json"
-        ),
+        examples=[
+            "mindscape inspect --store runs/book",
+            "mindscape inspect --store runs/book --json",
+        ],
+        run=run_inspect,
     )
     add_store_option(q)
     add_quiet_option(q)
     q.add_argument("--json", action="store_true", help="machine-readable output")
-    q.set_defaults(func=run_inspect)
 
 
 def run_index(args: argparse.Namespace) -> int:

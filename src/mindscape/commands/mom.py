@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from mindscape.commands.common import (
+    add_actions,
+    add_command,
     add_llm_options,
     add_quiet_option,
     add_store_option,
-    examples,
     llm_from_args,
     say,
 )
@@ -23,15 +24,17 @@ from mindscape.commands.common import (
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register `mom` and its actions."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "mom",
         help="MoM document memories: export training data for a MemReader",
         description="MoM's document memories beyond indexing: the chosen memories of a store "
         "as training data for a small memory-extraction model (see docs/mom.md).",
-        **examples("mindscape mom export --store runs/tales --out runs/tales/com.jsonl"),
+        examples=["mindscape mom export --store runs/tales --out runs/tales/com.jsonl"],
     )
-    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    e = actions.add_parser(
+    actions = add_actions(p)
+    e = add_command(
+        actions,
         "export",
         help="write (document, reasoning path, memory) records as chat-format JSONL",
         description="For each document of a store indexed with an LLM, ask the LLM for the "
@@ -39,10 +42,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         '{"doc_id", "messages": [system, user: the document, assistant: reasoning + memory '
         "JSON]} to the output, the format TRL's SFTTrainer and axolotl's chat_template read. "
         "A rerun skips the documents the output holds; every LLM answer is cached in the store.",
-        **examples(
+        examples=[
             "mindscape mom export --store runs/tales --out runs/tales/com.jsonl",
             "mindscape mom export --store runs/tales --out com.jsonl --llm openai --json",
-        ),
+        ],
+        run=run_export,
     )
     add_store_option(e)
     e.add_argument("--out", required=True, metavar="FILE", help="the JSONL file to append to")
@@ -57,7 +61,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_llm_options(e)
     add_quiet_option(e)
     e.add_argument("--json", action="store_true", help="print what was written as JSON")
-    e.set_defaults(func=run_export)
 
 
 def export_llm(args: argparse.Namespace, cache: Any) -> Any:

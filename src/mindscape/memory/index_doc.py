@@ -1,9 +1,9 @@
 """The document being indexed, as every layer builder sees it, and the summariser they share.
 
 A :class:`DocText` holds a document's chunks and its sentence bank (each sentence once, with
-the vector pooled from its chunk's embedding pass). A :class:`Summarizer` writes a summary of
-some sentences: extractive offline (the picked sentences), else one LLM call over the
-passages.
+the vector pooled from its chunk's embedding pass); its chunks are the veridical layer
+(:func:`veridical_units`). A :class:`Summarizer` writes a summary of some sentences:
+extractive offline (the picked sentences), else one LLM call over the passages.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 from mindscape import prompts
 from mindscape.memory.chunking import Chunk
 from mindscape.memory.summarize import SentenceBank, extractive_summary
+from mindscape.memory.types import Layer, Unit
 from mindscape.prompts import summarize as summary_prompt
 from mindscape.tokens import TokenCounter
 
@@ -47,6 +48,14 @@ class DocText:
         first = bisect.bisect_right(self.chunks, start, key=lambda c: c.char_end)
         last = bisect.bisect_left(self.chunks, end, key=lambda c: c.char_start)
         return [c.index for c in self.chunks[first:last]]
+
+    def unit(
+        self, tag: str, layer: Layer, text: str, chunk_indices: Iterable[int], **fields: Any
+    ) -> Unit:
+        """A unit of this document over some of its chunks: id ``<doc_id>:<tag>``, and the
+        ids of those chunks; `fields` are the rest of the :class:`Unit` (kind, order, ...)."""
+        chunk_ids = [self.chunk_ids[i] for i in chunk_indices]
+        return Unit(f"{self.doc_id}:{tag}", self.doc_id, layer, text, chunk_ids, **fields)
 
 
 def doc_text(
@@ -83,6 +92,31 @@ def doc_text(
     chunk_ids = [f"{doc_id}:c{c.index}" for c in chunks]
     bank = SentenceBank(texts, tokens, matrix[: len(texts)])
     return DocText(doc_id, text, chunks, chunk_ids, chunk_sents, bank), chunk_vecs
+
+
+def veridical_units(
+    doc: DocText, window_of: dict[int, str], triples: dict[int, list[list[str]]]
+) -> list[Unit]:
+    """The chunks as veridical units: their character span, their episodic window and (with
+    an LLM) their triples in the metadata."""
+    return [
+        Unit(
+            id=cid,
+            doc_id=doc.doc_id,
+            layer="veridical",
+            text=c.text,
+            chunk_ids=[cid],
+            kind="chunk",
+            order=c.index,
+            meta={
+                "char_start": c.char_start,
+                "char_end": c.char_end,
+                **({"window": window_of[c.index]} if c.index in window_of else {}),
+                **({"triples": triples[c.index]} if c.index in triples else {}),
+            },
+        )
+        for cid, c in zip(doc.chunk_ids, doc.chunks, strict=True)
+    ]
 
 
 SUMMARY_PASSAGE_TOKENS = 6000

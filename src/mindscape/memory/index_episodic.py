@@ -27,19 +27,16 @@ def episodic_units(
             summary_prompt.SESSION,
             summary_tokens,
         )
-        uid = f"{doc.doc_id}:e{w}"
-        for i in idx:
-            window_of[i] = uid
-        units.append(
-            Unit(
-                uid,
-                doc.doc_id,
-                "episodic",
-                text,
-                [doc.chunk_ids[i] for i in idx],
-                kind="session",
-                order=w,
-                meta={"chunk_range": [idx[0], idx[-1]]},
-            )
+        unit = doc.unit(
+            f"e{w}",
+            "episodic",
+            text,
+            idx,
+            kind="session",
+            order=w,
+            meta={"chunk_range": [idx[0], idx[-1]]},
         )
+        for i in idx:
+            window_of[i] = unit.id
+        units.append(unit)
     return units, window_of

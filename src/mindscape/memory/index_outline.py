@@ -62,12 +62,11 @@ def outline_units(
 
     def add(title: str, core: str, idx: list[int], order: int, meta: dict[str, Any]) -> None:
         units.append(
-            Unit(
-                f"{doc.doc_id}:o{len(units)}",
-                doc.doc_id,
+            doc.unit(
+                f"o{len(units)}",
                 "outline",
                 f"{title}: {core}" if title else core,
-                [doc.chunk_ids[i] for i in idx],
+                idx,
                 kind="section",
                 order=order,
                 meta={"title": title, "core": core, **meta},

@@ -52,16 +52,7 @@ def raptor_units(
             new_texts.append(text)
         for n, (m, text) in enumerate(zip(new_members, new_texts, strict=True)):
             units.append(
-                Unit(
-                    f"{doc.doc_id}:s{level}.{n}",
-                    doc.doc_id,
-                    "semantic",
-                    text,
-                    [doc.chunk_ids[i] for i in m],
-                    kind="cluster",
-                    order=n,
-                    level=level,
-                )
+                doc.unit(f"s{level}.{n}", "semantic", text, m, kind="cluster", order=n, level=level)
             )
         if len(clusters) >= len(members):  # no reduction: the next level would repeat this one
             break

@@ -7,12 +7,12 @@ write. The indexer orchestrates; each layer has its builder, a function from the
 chunks to its units: :mod:`~mindscape.memory.index_episodic`,
 :mod:`~mindscape.memory.index_raptor`, :mod:`~mindscape.memory.index_outline`,
 :mod:`~mindscape.memory.index_triples`, over :mod:`~mindscape.memory.index_doc` (the
-document and its summariser) and :mod:`~mindscape.memory.embed_cache`. With an LLM,
-:attr:`IndexConfig.llm_parts` says which parts it writes (episodic, semantic, outline,
-triples; default all); the others are built as without one. Every embedding and LLM output is
-cached by content hash in the store's cache as it is produced, so an unchanged document is
-skipped, an interrupted run resumes where it stopped, and adding a document touches only that
-document.
+document, its chunks as veridical units, and its summariser) and
+:mod:`~mindscape.memory.embed_cache`. With an LLM, :attr:`IndexConfig.llm_parts` says which
+parts it writes (episodic, semantic, outline, triples; default all); the others are built as
+without one. Every embedding and LLM output is cached by content hash in the store's cache as
+it is produced, so an unchanged document is skipped, an interrupted run resumes where it
+stopped, and adding a document touches only that document.
 
 Each chunk also gets a second embedding in its document's context (the title, or the doc id
 where there is none, before the chunk: :func:`~mindscape.memory.embed_cache.in_context`).
@@ -44,7 +44,7 @@ from mindscape.memory.index_config import (
     ordered_parts,
     parse_llm_parts,
 )
-from mindscape.memory.index_doc import DocText, Summarizer, doc_text
+from mindscape.memory.index_doc import DocText, Summarizer, doc_text, veridical_units
 from mindscape.memory.index_episodic import episodic_units
 from mindscape.memory.index_outline import outline_units
 from mindscape.memory.index_raptor import raptor_units
@@ -85,6 +85,12 @@ class IndexReport:
     """Time spent inside the embedding model."""
     peak_rss_mb: int = 0
     """The process's peak resident memory so far, in MB (0 where the OS does not say)."""
+
+    def add_embedding(self, stats: EmbedStats) -> None:
+        """Count what an embedding pass did (texts embedded, from the cache, model seconds)."""
+        self.embedded += stats.embedded
+        self.embed_cached += stats.cached
+        self.embed_seconds += stats.seconds
 
 
 @dataclass
@@ -239,9 +245,7 @@ class Indexer(IndexWriter):
         embed = EmbedCache(self.store, self.embedder, self.emb_id, stats, self._bar)
         chunks = self.store.view("veridical", {doc_id}).units
         embed.texts([in_context(context, u.text) for u in chunks], f"{doc_id} · embed context")
-        report.embedded += stats.embedded
-        report.embed_cached += stats.cached
-        report.embed_seconds += stats.seconds
+        report.add_embedding(stats)
         info = {k: v for k, v in row.items() if k not in _ROW_KEYS}
         info.update(title=title, doc_context=context)
         self.store.cache.set_doc(
@@ -275,34 +279,6 @@ _ROW_KEYS = ("doc_id", "content_hash", "config_hash", "status")
 def doc_context(doc_id: str, title: str | None) -> str:
     """What a document's chunks are embedded in context with: its title, else its doc id."""
     return title.strip() if title and title.strip() else doc_id
-
-
-def veridical_units(
-    doc: DocText,
-    chunks: list[Chunk],
-    window_of: dict[int, str],
-    triples: dict[int, list[list[str]]],
-) -> list[Unit]:
-    """The chunks as veridical units: their character span, their episodic window and (with
-    an LLM) their triples in the metadata."""
-    return [
-        Unit(
-            id=cid,
-            doc_id=doc.doc_id,
-            layer="veridical",
-            text=c.text,
-            chunk_ids=[cid],
-            kind="chunk",
-            order=c.index,
-            meta={
-                "char_start": c.char_start,
-                "char_end": c.char_end,
-                **({"window": window_of[c.index]} if c.index in window_of else {}),
-                **({"triples": triples[c.index]} if c.index in triples else {}),
-            },
-        )
-        for cid, c in zip(doc.chunk_ids, chunks, strict=True)
-    ]
 
 
 def vectors_intact(store: MemoryStore, doc_id: str, row: dict[str, Any]) -> bool:
@@ -406,12 +382,10 @@ class _DocRun:
         if llm is not None and self.cfg.triples:
             with ix._stage(self.report, "triples"):
                 triples = chunk_triples(doc, llm, bar=ix._bar)
-        chunk_units = veridical_units(doc, chunks, window_of, triples)
+        chunk_units = veridical_units(doc, window_of, triples)
         with ix._stage(self.report, "embed_units"):
             unit_vecs = self.embed.texts([u.text for u in units], "embed summaries")
-        self.report.embedded += self.stats.embedded
-        self.report.embed_cached += self.stats.cached
-        self.report.embed_seconds += self.stats.seconds
+        self.report.add_embedding(self.stats)
         dim = chunk_vecs.shape[1] if len(chunk_vecs) else unit_vecs.shape[1]
         all_vecs = np.vstack([chunk_vecs.reshape(-1, dim), unit_vecs.reshape(-1, dim)])
         return chunk_units + units, all_vecs
