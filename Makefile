@@ -47,9 +47,12 @@ test: model lint
 	$(PY) -m pytest -q
 
 # Lint, unit and integration tests without the local model (the extractive backend answers
-# where a test would otherwise use the installed model): the everyday check.
+# where a test would otherwise use the installed model): the everyday check. Two workers, one
+# test file each at a time (many tests wait on a CLI subprocess); CHECK_WORKERS=0 runs serially.
+CHECK_WORKERS ?= 2
 check: lint
-	MINDSCAPE_LLM_BACKEND=extractive $(PY) -m pytest -q -m "not local_model" tests/unit tests/integration
+	MINDSCAPE_LLM_BACKEND=extractive $(PY) -m pytest -q -m "not local_model" \
+		-n $(CHECK_WORKERS) --dist loadfile tests/unit tests/integration
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
