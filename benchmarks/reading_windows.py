@@ -1,0 +1,139 @@
+"""How many focused windows should the small reader read? The same reader over fewer windows.
+
+    python benchmarks/reading_windows.py --bench ../shared/bench --dataset fairytaleqa \
+        --split dev --sample 60 --seed 7 --out runs/reading-windows
+
+For each question of a fixed random sample, the real graph and retriever build the `naive`
+preset's first focused set (a stand-in model answering "not stated" records it; no model
+call). Then the local model answers with the pipeline's own plain prompt and grounding
+(``LLMReasoner.plain_answer``) from:
+
+* ``all``: the whole focused set in story order (what the pipeline reads);
+* ``top1``, ``top2``: only the one or two windows with the best fused score, best first;
+* ``gold``: the question's gold evidence (FairytaleQA's annotated sections), the ceiling.
+
+So retrieval is the same for every reading and only what the reader sees changes. Answers go
+to ``OUT/readings.jsonl`` (a rerun skips what is done). It prints token F1 with a 95%
+bootstrap interval, input tokens and the share of readings that hold a reference answer (as
+in focus_recall.py) per reading, and each reading minus ``all``, paired over the questions. The last line is one JSON object. Tune on dev only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from common import bench_questions, log
+from focus_recall import NotStatedChat, holds_answer
+from reader_ceiling import gold_passages, reader
+
+from mindscape.deps import Deps
+from mindscape.eval.bench import system_view
+from mindscape.eval.metrics import bootstrap_ci, token_f1
+from mindscape.eval.runner import read_records, store_dir
+from mindscape.graphs.qa import answer_question
+from mindscape.llm import LLMSettings, Usage
+from mindscape.reasoners import llm as llm_module
+from mindscape.reasoners.base import AnswerRequest
+from mindscape.state import EvidenceItem
+
+READINGS = ("all", "top1", "top2", "gold")
+
+
+def focused_sets(questions: list[Any], settings: Any) -> dict[str, list[EvidenceItem]]:
+    """Each question's first focused set (story order), as the `naive` preset builds it."""
+    seen: list[list[EvidenceItem]] = []
+    plain = llm_module.LLMReasoner.plain_answer
+
+    def record(self: Any, req: AnswerRequest, shown: list[EvidenceItem], usage: Usage) -> Any:
+        seen.append(list(shown))
+        return plain(self, req, shown, usage)
+
+    deps = Deps(chat=NotStatedChat(), llm_settings=LLMSettings(backend="local"))
+    out: dict[str, list[EvidenceItem]] = {}
+    llm_module.LLMReasoner.plain_answer = record  # type: ignore[method-assign]
+    try:
+        for q in questions:
+            seen.clear()
+            path = str(store_dir(settings, q.doc_id))
+            answer_question(system_view(q), preset="naive", store=path, deps=deps, max_rounds=1)
+            out[q.qid] = seen[0] if seen else []
+    finally:
+        llm_module.LLMReasoner.plain_answer = plain  # type: ignore[method-assign]
+    return out
+
+
+def reading(name: str, shown: list[EvidenceItem], q: Any) -> list[EvidenceItem]:
+    """What the reader reads under `name`."""
+    best = sorted(shown, key=lambda p: -p["score"])
+    return {
+        "all": shown,
+        "top1": best[:1],
+        "top2": best[:2],
+        "gold": gold_passages(q),
+    }[name]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--bench", default="../shared/bench")
+    ap.add_argument("--dataset", default="fairytaleqa")
+    ap.add_argument("--split", default="dev")
+    ap.add_argument("--sample", type=int, default=60)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--stores", default=".mindscape/bench-stores")
+    ap.add_argument("--readings", nargs="+", default=list(READINGS), choices=READINGS)
+    ap.add_argument("--out", default="runs/reading-windows")
+    args = ap.parse_args()
+    questions, settings = bench_questions(args, sample=args.sample, seed=args.seed)
+    questions = [q for q in questions if q.task == "open_qa"]
+    path = Path(args.out) / "readings.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    done = {(r["reading"], r["qid"]) for r in read_records(path)} if path.exists() else set()
+    todo = [(n, q) for n in args.readings for q in questions if (n, q.qid) not in done]
+    if todo:
+        sets = focused_sets(questions, settings)
+        model = reader()
+        for k, (name, q) in enumerate(todo, 1):
+            usage = Usage()
+            shown = reading(name, sets[q.qid], q)
+            attempt = model.plain_answer(AnswerRequest(q.question, "open"), shown, usage)
+            rec = {
+                "reading": name,
+                "qid": q.qid,
+                "answer": attempt["answer"],
+                "f1": token_f1(attempt["answer"], q.answers),
+                "holds": holds_answer(" ".join(p["text"] for p in shown), q.answers),
+                "tokens_in": usage.tokens_in,
+            }
+            with path.open("a") as f:
+                f.write(json.dumps(rec) + "\n")
+            log(f"{name} {k}/{len(todo)} {q.qid}: {rec['answer']!r} f1={rec['f1']:.2f}")
+    wanted = {q.qid for q in questions}
+    rows = [r for r in read_records(path) if r["qid"] in wanted]
+    f1 = {(r["reading"], r["qid"]): r["f1"] for r in rows}
+    summary: dict[str, Any] = {"dataset": args.dataset, "split": args.split, "n": len(wanted)}
+    for name in args.readings:
+        mine = [r for r in rows if r["reading"] == name]
+        ci = bootstrap_ci([r["f1"] for r in mine])
+        tokens = statistics.mean(r["tokens_in"] for r in mine)
+        holds = statistics.mean(float(r.get("holds", 0)) for r in mine)
+        summary[name] = {"f1": ci, "tokens_in": tokens, "holds": holds}
+        print(
+            f"{name:5} F1 {ci[0]:.3f} [{ci[1]:.3f}, {ci[2]:.3f}]  input tokens {tokens:.0f}  "
+            f"holds an answer {holds:.3f}"
+        )
+        if name != "all" and ("all", mine[0]["qid"]) in f1:
+            diff = bootstrap_ci([f1[(name, r["qid"])] - f1[("all", r["qid"])] for r in mine])
+            summary[f"{name} - all"] = diff
+            print(f"      {name} - all: {diff[0]:+.3f} [{diff[1]:+.3f}, {diff[2]:+.3f}]")
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
