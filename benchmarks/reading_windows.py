@@ -10,12 +10,15 @@ call). Then the local model answers with the pipeline's own plain prompt and gro
 
 * ``all``: the whole focused set in story order (what the pipeline reads);
 * ``top1``, ``top2``: only the one or two windows with the best fused score, best first;
-* ``gold``: the question's gold evidence (FairytaleQA's annotated sections), the ceiling.
+* ``gold``: the question's gold evidence (FairytaleQA's annotated sections), the ceiling;
+  questions without any are left out of it.
 
 So retrieval is the same for every reading and only what the reader sees changes. Answers go
-to ``OUT/readings.jsonl`` (a rerun skips what is done). It prints token F1 with a 95%
-bootstrap interval, input tokens and the share of readings that hold a reference answer (as
-in focus_recall.py) per reading, and each reading minus ``all``, paired over the questions. The last line is one JSON object. Tune on dev only.
+to ``OUT/readings.jsonl`` (a rerun skips what is done). Per reading it prints the score
+(token F1 of an open answer, accuracy of a multiple-choice one) with a 95% bootstrap interval,
+the input tokens and the share of readings that hold a reference answer (as in
+focus_recall.py); and each reading minus ``all``, paired over the questions. The last line is
+one JSON object. Tune on dev only.
 """
 
 from __future__ import annotations
@@ -27,13 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from common import bench_questions, log
-from focus_recall import NotStatedChat, holds_answer
+from focus_recall import NotStatedChat, holds_answer, targets
 from reader_ceiling import gold_passages, reader
 
 from mindscape.deps import Deps
 from mindscape.eval.bench import system_view
-from mindscape.eval.metrics import bootstrap_ci, token_f1
-from mindscape.eval.runner import read_records, store_dir
+from mindscape.eval.metrics import bootstrap_ci
+from mindscape.eval.runner import read_records, score, store_dir
 from mindscape.graphs.qa import answer_question
 from mindscape.llm import LLMSettings, Usage
 from mindscape.reasoners import llm as llm_module
@@ -77,6 +80,13 @@ def reading(name: str, shown: list[EvidenceItem], q: Any) -> list[EvidenceItem]:
     }[name]
 
 
+def request(q: Any) -> AnswerRequest:
+    """The answer request for a bench question (open, or multiple choice with its options)."""
+    if q.task == "multiple_choice":
+        return AnswerRequest(q.question, "multiple-choice", options=list(q.options))
+    return AnswerRequest(q.question, "open")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -91,45 +101,53 @@ def main() -> None:
     ap.add_argument("--out", default="runs/reading-windows")
     args = ap.parse_args()
     questions, settings = bench_questions(args, sample=args.sample, seed=args.seed)
-    questions = [q for q in questions if q.task == "open_qa"]
+    questions = [q for q in questions if q.task in ("open_qa", "multiple_choice")]
     path = Path(args.out) / "readings.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     done = {(r["reading"], r["qid"]) for r in read_records(path)} if path.exists() else set()
-    todo = [(n, q) for n in args.readings for q in questions if (n, q.qid) not in done]
+    todo = [
+        (n, q)
+        for n in args.readings
+        for q in questions
+        if (n, q.qid) not in done and (n != "gold" or q.evidence)
+    ]
     if todo:
         sets = focused_sets(questions, settings)
         model = reader()
         for k, (name, q) in enumerate(todo, 1):
             usage = Usage()
             shown = reading(name, sets[q.qid], q)
-            attempt = model.plain_answer(AnswerRequest(q.question, "open"), shown, usage)
+            attempt = model.plain_answer(request(q), shown, usage)
+            metrics = score(q, {"answer": attempt["answer"]}, {})["metrics"]
             rec = {
                 "reading": name,
                 "qid": q.qid,
                 "answer": attempt["answer"],
-                "f1": token_f1(attempt["answer"], q.answers),
-                "holds": holds_answer(" ".join(p["text"] for p in shown), q.answers),
+                "score": metrics.get("f1", metrics.get("accuracy", 0.0)),
+                "holds": holds_answer(" ".join(p["text"] for p in shown), targets(q)),
                 "tokens_in": usage.tokens_in,
             }
             with path.open("a") as f:
                 f.write(json.dumps(rec) + "\n")
-            log(f"{name} {k}/{len(todo)} {q.qid}: {rec['answer']!r} f1={rec['f1']:.2f}")
+            log(f"{name} {k}/{len(todo)} {q.qid}: {rec['answer']!r} score={rec['score']:.2f}")
     wanted = {q.qid for q in questions}
     rows = [r for r in read_records(path) if r["qid"] in wanted]
-    f1 = {(r["reading"], r["qid"]): r["f1"] for r in rows}
+    got = {(r["reading"], r["qid"]): r["score"] for r in rows}
     summary: dict[str, Any] = {"dataset": args.dataset, "split": args.split, "n": len(wanted)}
     for name in args.readings:
         mine = [r for r in rows if r["reading"] == name]
-        ci = bootstrap_ci([r["f1"] for r in mine])
+        if not mine:
+            continue
+        ci = bootstrap_ci([r["score"] for r in mine])
         tokens = statistics.mean(r["tokens_in"] for r in mine)
         holds = statistics.mean(float(r.get("holds", 0)) for r in mine)
-        summary[name] = {"f1": ci, "tokens_in": tokens, "holds": holds}
+        summary[name] = {"score": ci, "tokens_in": tokens, "holds": holds}
         print(
-            f"{name:5} F1 {ci[0]:.3f} [{ci[1]:.3f}, {ci[2]:.3f}]  input tokens {tokens:.0f}  "
+            f"{name:5} score {ci[0]:.3f} [{ci[1]:.3f}, {ci[2]:.3f}]  input tokens {tokens:.0f}  "
             f"holds an answer {holds:.3f}"
         )
-        if name != "all" and ("all", mine[0]["qid"]) in f1:
-            diff = bootstrap_ci([f1[(name, r["qid"])] - f1[("all", r["qid"])] for r in mine])
+        if name != "all" and all(("all", r["qid"]) in got for r in mine):
+            diff = bootstrap_ci([got[(name, r["qid"])] - got[("all", r["qid"])] for r in mine])
             summary[f"{name} - all"] = diff
             print(f"      {name} - all: {diff[0]:+.3f} [{diff[1]:+.3f}, {diff[2]:+.3f}]")
     print(json.dumps(summary))

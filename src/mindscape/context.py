@@ -14,7 +14,7 @@ defaults are used), so the graph works as a script, in Studio and as a subgraph.
 from __future__ import annotations
 
 import os
-from dataclasses import MISSING, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
@@ -236,8 +236,13 @@ class Context:
             "take the letter the first token most likely is (log-probabilities, one token)."
         ),
     )
-    focus_window: int = field(
-        default=2, metadata=_d("Focused reading: neighbouring sentences read either side.")
+    focus_window: int = field(default=2, metadata=_d("Focused reading: sentences either side."))
+    focus_windows: int = field(
+        default=2,
+        metadata=_d(
+            "The local model reads only this many focused windows, the best first (0: all of "
+            "them, in story order): as right as all of them on dev, for fewer input tokens."
+        ),
     )
     refine_window: float = field(
         default=1.5,
@@ -425,17 +430,6 @@ def ctx_of(runtime: Any) -> Context:
     else:
         ctx = Context()
     return ctx.resolved()
-
-
-def field_defaults() -> dict[str, Any]:
-    """Each field's declared default (None for preset-decided fields)."""
-    out: dict[str, Any] = {}
-    for f in fields(Context):
-        if f.default is not MISSING:
-            out[f.name] = f.default
-        elif f.default_factory is not MISSING:  # pragma: no cover - no factories today
-            out[f.name] = f.default_factory()
-    return out
 
 
 @cache

@@ -3,13 +3,14 @@ its reply read by reasoners/replies.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
 
 from mindscape.llm import LLMSettings, Usage
 from mindscape.reasoners.base import AnswerRequest
-from mindscape.reasoners.focus import ViewChunks, focus
+from mindscape.reasoners.focus import ViewChunks, best_windows, focus
 from mindscape.reasoners.llm import LLMReasoner
 from mindscape.reasoners.replies import parse_plain, supporting_sentence
 from mindscape.reasoners.sentence_vectors import SentenceVectors
@@ -205,6 +206,29 @@ def test_local_model_answers_in_plain_words_from_the_focused_set() -> None:
     assert a["answer"] == "to be good and pious" and a["sufficient"]
     assert a["confidence"] >= 0.5  # the answer is in the passage it read
     assert a["passages"] and u.calls == 1
+
+
+def test_best_windows_are_the_best_scored_first() -> None:
+    passages = [{"text": t, "score": s} for t, s in [("a", 0.1), ("b", 0.3), ("c", 0.2)]]
+    assert [p["text"] for p in best_windows(passages, 2)] == ["b", "c"]
+    assert best_windows(passages, 0) == passages  # 0: all of them, in their (story) order
+
+
+def test_the_local_model_reads_only_its_best_windows() -> None:
+    units = chunk_units(STORY)
+    chat = ScriptedChatModel(responses=["to be good and pious", "to be good and pious"])
+    r = local_reasoner(chat)
+    req = AnswerRequest(
+        "What did the mother tell her daughter before she died?",
+        "open",
+        passages=as_hits(units, [1, 4, 2, 3, 0]),
+        focus_tokens=100,
+    )
+    every = r.answer(req, usage=Usage())["passages"]
+    one = r.answer(replace(req, focus_windows=1), usage=Usage())["passages"]
+    assert len(every) > 1 and len(one) == 1 and one[0] in every
+    assert one[0] in chat.prompts[-1]
+    assert not any(p in chat.prompts[-1] for p in every if p != one[0])
 
 
 def test_a_not_stated_reply_is_the_not_enough_evidence_outcome() -> None:

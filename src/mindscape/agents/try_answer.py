@@ -139,6 +139,7 @@ def answer_request(state: QAState, ctx: Context, focus: int) -> AnswerRequest:
         passage_tokens=answer_window(ctx, state.get("rounds", 0)),
         focus_tokens=focus,
         focus_window=ctx.focus_window,
+        focus_windows=ctx.focus_windows,
         seen=[t for a in state.get("attempts") or [] for t in a.get("passages") or []],
     )
 

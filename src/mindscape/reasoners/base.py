@@ -75,6 +75,9 @@ class AnswerRequest:
     passages' sentences (:mod:`mindscape.reasoners.focus`); 0 reads whole passages."""
     focus_window: int = 2
     """Neighbouring sentences read either side of a chosen one."""
+    focus_windows: int = 0
+    """The local model's plain prompt reads only this many focused windows, the best first;
+    0 reads all of them in story order."""
     seen: list[str] = field(default_factory=list)
     """Texts earlier attempts of the question read (a refining round reads new ones)."""
 

@@ -230,6 +230,13 @@ def focus(
     return _passages(table, sorted(chosen), score, tokens)
 
 
+def best_windows(passages: list[EvidenceItem], n: int) -> list[EvidenceItem]:
+    """The ``n`` focused windows with the best scores, the best first (all of them, in their
+    story order, when ``n`` is 0). The 1.5B reader answers as well from the two best windows
+    as from all of them, for a quarter to a half fewer input tokens (docs/agent.md)."""
+    return sorted(passages, key=lambda p: -p["score"])[:n] if n else passages
+
+
 def _passages(
     table: list[_Sentence], chosen: list[int], score: dict[int, float], tokens: list[int]
 ) -> list[EvidenceItem]:

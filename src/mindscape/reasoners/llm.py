@@ -166,7 +166,8 @@ class LLMReasoner:
             return self.fallback.answer(req, usage=usage)
         focused = self._focus(req) if req.focus_tokens else []
         if self.settings.backend == "local":  # a small model: one focused passage, plain words
-            shown = focused or in_order(req.passages, max(200, req.focus_tokens or 600))
+            best = focus.best_windows(focused, req.focus_windows)
+            shown = best or in_order(req.passages, max(200, req.focus_tokens or 600))
             return self.plain_answer(req, shown, usage)
         prompt, shown = render_answer(req, focused, self.passage_tokens)
         out = self._ask(usage, prompt, ANSWER)
