@@ -213,6 +213,22 @@ def paired_points(
     }
 
 
+def sample_parser(
+    doc: str | None, *, split: str = "dev", sample: int = 60, seed: int = 7
+) -> argparse.ArgumentParser:
+    """A parser with a script's docstring and the options naming a fixed random sample of a
+    bench split: --bench, --dataset, --split, --sample, --seed."""
+    ap = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--bench", default="../shared/bench")
+    ap.add_argument("--dataset", default="fairytaleqa")
+    ap.add_argument("--split", default=split)
+    ap.add_argument("--sample", type=int, default=sample)
+    ap.add_argument("--seed", type=int, default=seed)
+    return ap
+
+
 def bench_questions(args: argparse.Namespace, **slice_: Any) -> tuple[list[Any], Any]:
     """The questions of ``args.bench/dataset/split`` (sliced by `slice_`: limit, per_doc,
     sample, seed) with their per-document stores built under ``args.stores``, as

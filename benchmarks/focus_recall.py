@@ -18,12 +18,11 @@ A variant is a preset with optional Context fields: ``preset:field=value;field=v
 
 from __future__ import annotations
 
-import argparse
 import json
 from typing import Any
 
 from answer_evidence import parse_variant
-from common import bench_questions, log
+from common import bench_questions, log, sample_parser
 from failure_analysis import evidence_units, store_at
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -78,14 +77,7 @@ def first_reading(out: dict[str, Any], store: Any) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--bench", default="../shared/bench")
-    ap.add_argument("--dataset", default="fairytaleqa")
-    ap.add_argument("--split", default="dev")
-    ap.add_argument("--sample", type=int, default=200)
-    ap.add_argument("--seed", type=int, default=7)
+    ap = sample_parser(__doc__, sample=200)
     ap.add_argument("--stores", default=".mindscape/bench-stores")
     ap.add_argument("--variants", nargs="+", default=["naive", "mindscape"])
     ap.add_argument(

@@ -18,14 +18,13 @@ line is one JSON object.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-from common import log
+from common import log, sample_parser
 
 from mindscape.eval.bench import load_questions
 from mindscape.eval.metrics import bootstrap_ci, token_f1
@@ -140,14 +139,7 @@ def paired_differences(
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--bench", default="../shared/bench")
-    ap.add_argument("--dataset", default="fairytaleqa")
-    ap.add_argument("--split", default="test")
-    ap.add_argument("--sample", type=int, default=60)
-    ap.add_argument("--seed", type=int, default=24)
+    ap = sample_parser(__doc__, split="test", seed=24)
     ap.add_argument("--out", required=True)
     ap.add_argument("--report-only", action="store_true", help="answer nothing, only report")
     args = ap.parse_args()

@@ -23,13 +23,12 @@ one JSON object. Tune on dev only.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 from pathlib import Path
 from typing import Any
 
-from common import bench_questions, log
+from common import bench_questions, log, sample_parser
 from focus_recall import NotStatedChat, holds_answer, targets
 from reader_ceiling import gold_passages, reader
 
@@ -88,14 +87,7 @@ def request(q: Any) -> AnswerRequest:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--bench", default="../shared/bench")
-    ap.add_argument("--dataset", default="fairytaleqa")
-    ap.add_argument("--split", default="dev")
-    ap.add_argument("--sample", type=int, default=60)
-    ap.add_argument("--seed", type=int, default=7)
+    ap = sample_parser(__doc__)
     ap.add_argument("--stores", default=".mindscape/bench-stores")
     ap.add_argument("--readings", nargs="+", default=list(READINGS), choices=READINGS)
     ap.add_argument("--out", default="runs/reading-windows")
