@@ -8,8 +8,9 @@ preset's first focused set (a stand-in model answering "not stated" records it; 
 call). Then the local model answers with the pipeline's own plain prompt and grounding
 (``LLMReasoner.plain_answer``) from:
 
-* ``all``: the whole focused set in story order (what the pipeline reads);
-* ``top1``, ``top2``: only the one or two windows with the best fused score, best first;
+* ``all``: the whole focused set in story order (``focus_windows`` 0, what an endpoint reads);
+* ``top1``, ``top2``: only the one or two windows with the best fused score, best first
+  (``focus_windows`` 1 or 2; the pipeline's default is 2);
 * ``gold``: the question's gold evidence (FairytaleQA's annotated sections), the ceiling;
   questions without any are left out of it.
 
@@ -40,6 +41,7 @@ from mindscape.graphs.qa import answer_question
 from mindscape.llm import LLMSettings, Usage
 from mindscape.reasoners import llm as llm_module
 from mindscape.reasoners.base import AnswerRequest
+from mindscape.reasoners.focus import best_windows
 from mindscape.state import EvidenceItem
 
 READINGS = ("all", "top1", "top2", "gold")
@@ -61,7 +63,14 @@ def focused_sets(questions: list[Any], settings: Any) -> dict[str, list[Evidence
         for q in questions:
             seen.clear()
             path = str(store_dir(settings, q.doc_id))
-            answer_question(system_view(q), preset="naive", store=path, deps=deps, max_rounds=1)
+            answer_question(
+                system_view(q),
+                preset="naive",
+                store=path,
+                deps=deps,
+                max_rounds=1,
+                focus_windows=0,  # the whole set: the readings below choose from it
+            )
             out[q.qid] = seen[0] if seen else []
     finally:
         llm_module.LLMReasoner.plain_answer = plain  # type: ignore[method-assign]
@@ -70,13 +79,9 @@ def focused_sets(questions: list[Any], settings: Any) -> dict[str, list[Evidence
 
 def reading(name: str, shown: list[EvidenceItem], q: Any) -> list[EvidenceItem]:
     """What the reader reads under `name`."""
-    best = sorted(shown, key=lambda p: -p["score"])
-    return {
-        "all": shown,
-        "top1": best[:1],
-        "top2": best[:2],
-        "gold": gold_passages(q),
-    }[name]
+    if name == "gold":
+        return gold_passages(q)
+    return best_windows(shown, {"all": 0, "top1": 1, "top2": 2}[name])
 
 
 def request(q: Any) -> AnswerRequest:

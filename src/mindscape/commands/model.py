@@ -74,10 +74,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         examples=["mindscape model serve --port 8080", "mindscape model serve --threads 4 --json"],
         run=run_serve,
     )
-    add_serve_options(v)
+    _add_serve_options(v)
 
 
-def add_serve_options(v: argparse.ArgumentParser) -> None:
+def _add_serve_options(v: argparse.ArgumentParser) -> None:
     """The options of `model serve`."""
     add_quiet_option(v)
     v.add_argument("--json", action="store_true", help="print the server's address as JSON")
