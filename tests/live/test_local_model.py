@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from mindscape.answers import normalize_answer
 from mindscape.llm import LLMSettings, resolve_backend
 
 pytestmark = [pytest.mark.local_model, pytest.mark.integration]
@@ -265,5 +266,8 @@ def test_four_concurrent_asks_share_one_model(deps, story_store: Path) -> None: 
     outs = [p.communicate(timeout=60) for p in procs]
     for n, (p, (out, err)) in enumerate(zip(procs, outs, strict=True)):
         assert p.returncode == 0, err
-        assert json.loads(out)["answer"] == expected[n % 2]
+        # The same answer up to SQuAD normalisation: llama.cpp batches concurrent requests,
+        # which can move a near-tie token ("The old mill" / "Old mill").
+        answer = json.loads(out)["answer"]
+        assert normalize_answer(answer) == normalize_answer(expected[n % 2]), answer
     assert 1 <= most <= 2, (most, seen)  # shared: never a server per process at once

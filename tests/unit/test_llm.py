@@ -8,9 +8,9 @@ import sys
 import threading
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -55,13 +55,18 @@ def _llm(chat: ScriptedChatModel, **kw: Any) -> LLM:
     return LLM(chat, settings=settings, **kw)
 
 
+def _request() -> httpx.Request:
+    # Real httpx objects: openai's error classes read their headers (3.60+).
+    return httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+
+
 def _connection_error() -> openai.APIConnectionError:
-    return openai.APIConnectionError(request=SimpleNamespace(url="http://127.0.0.1/v1"))  # type: ignore[arg-type]
+    return openai.APIConnectionError(request=_request())
 
 
 def _status_error(cls: type[openai.APIStatusError], status: int) -> openai.APIStatusError:
-    response = SimpleNamespace(request=None, status_code=status, headers={})
-    return cls(f"HTTP {status}", response=response, body=None)  # type: ignore[arg-type]
+    response = httpx.Response(status, request=_request())
+    return cls(f"HTTP {status}", response=response, body=None)
 
 
 class NoStructuredChat(ScriptedChatModel):
@@ -557,7 +562,7 @@ def test_structured_off_never_uses_structured_output() -> None:
     "error",
     [
         _connection_error(),
-        openai.APITimeoutError(request=SimpleNamespace(url="x")),  # type: ignore[arg-type]
+        openai.APITimeoutError(request=_request()),
         _status_error(openai.RateLimitError, 429),
         _status_error(openai.InternalServerError, 500),
     ],
