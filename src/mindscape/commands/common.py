@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 DEFAULT_STORE = ".mindscape/store"
@@ -26,18 +27,17 @@ def report_error(exc: BaseException, args: argparse.Namespace) -> int:
 def add_command(
     sub: argparse._SubParsersAction,
     name: str,
-    *,
-    help: str,
-    description: str,
-    examples: Iterable[str],
     run: Callable[[argparse.Namespace], int] | None = None,
+    *,
+    doc: str | None = None,
 ) -> argparse.ArgumentParser:
-    """Register the subcommand (or action) `name` on `sub`: `help` in its parent's list,
-    `description` atop its ``--help`` and `examples` at the end; `run` handles it (None for
-    a command whose actions have their own)."""
+    """Register the subcommand (or action) `name` on `sub`, handled by `run` (None for a
+    command whose actions have their own). Its help comes from `doc`, by default `run`'s
+    docstring, read by :func:`command_help`."""
+    summary, description, examples = command_help(doc or (run.__doc__ if run else None) or "")
     p = sub.add_parser(
         name,
-        help=help,
+        help=summary,
         description=description,
         epilog="examples:\n" + "\n".join(f"  {line}" for line in examples),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -45,6 +45,16 @@ def add_command(
     if run is not None:
         p.set_defaults(func=run)
     return p
+
+
+def command_help(doc: str) -> tuple[str, str, list[str]]:
+    """A command's docstring as ``(summary, description, examples)``: the first line is its
+    entry in the parent's list, the paragraphs up to an ``Examples:`` line head its ``--help``
+    (the summary when there are none), and the lines after that one end it."""
+    body, _, examples = inspect.cleandoc(doc).partition("\nExamples:\n")
+    summary, _, description = body.partition("\n\n")
+    lines = [line.strip() for line in examples.splitlines() if line.strip()]
+    return summary.rstrip("."), description.strip() or summary, lines
 
 
 def add_actions(p: argparse.ArgumentParser) -> argparse._SubParsersAction:

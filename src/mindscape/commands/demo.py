@@ -31,15 +31,7 @@ DEMO_STORE = ".mindscape/demo-store"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register `demo`."""
-    p = add_command(
-        sub,
-        "demo",
-        help="index the bundled story and query it, fully offline",
-        description="Index the bundled Cinderella story (cached after the first run) and answer "
-        "four questions about it, with the local model when installed, else extractively.",
-        examples=["mindscape demo", "mindscape demo --llm extractive --json --quiet"],
-        run=run,
-    )
+    p = add_command(sub, "demo", run)
     p.add_argument(
         "--store",
         default=None,
@@ -61,7 +53,15 @@ def is_right(answer: str, accept: list[str]) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Index the story (cached after the first run), print the store, then answer the questions."""
+    """Index the bundled story and query it, fully offline.
+
+    Index the bundled Cinderella story (cached after the first run) and answer four
+    questions about it, with the local model when installed, else extractively.
+
+    Examples:
+        mindscape demo
+        mindscape demo --llm extractive --json --quiet
+    """
     from mindscape.commands.ask import result_json
     from mindscape.deps import Deps
     from mindscape.embeddings import load_embedder

@@ -20,21 +20,7 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register `eval`."""
-    p = add_command(
-        sub,
-        "eval",
-        help="run presets over a bench split and write report.json / report.md / plots",
-        description="Evaluate presets on a bench dataset. Per-question results are appended to "
-        "OUT/results.jsonl as they finish; a rerun skips what is done.",
-        examples=[
-            "mindscape eval --bench ../shared/bench --dataset quality_leval --split dev "
-            "--preset naive,mindscape --limit 20",
-            "mindscape eval --bench ../shared/bench --dataset fairytaleqa --split test --estimate",
-            "mindscape eval --bench ../shared/bench --dataset nocha_sample --split test --llm "
-            "extractive --json",
-        ],
-        run=run,
-    )
+    p = add_command(sub, "eval", run)
     _add_run_options(p)
     _add_output_options(p)
 
@@ -102,7 +88,16 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the evaluation and print the report's headline figures."""
+    """Run presets over a bench split and write report.json / report.md / plots.
+
+    Evaluate presets on a bench dataset. Per-question results are appended to
+    OUT/results.jsonl as they finish; a rerun skips what is done.
+
+    Examples:
+        mindscape eval --bench ../shared/bench --dataset quality_leval --split dev --preset naive,mindscape --limit 20
+        mindscape eval --bench ../shared/bench --dataset fairytaleqa --split test --estimate
+        mindscape eval --bench ../shared/bench --dataset nocha_sample --split test --llm extractive --json
+    """
     from mindscape.deps import choose_backend
     from mindscape.eval.runner import prepare, run_eval
     from mindscape.llm import LLMSettings

@@ -26,24 +26,7 @@ if TYPE_CHECKING:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register `index` and `inspect`."""
-    p = add_command(
-        sub,
-        "index",
-        help="build the layered memory of documents into a store",
-        description="Index .txt/.md files, folders of them and bench documents.jsonl files "
-        "into a store. Unchanged documents are skipped; an interrupted run resumes (a library "
-        "keeps every book it finished). Several books are built in parallel on Ray (local by "
-        "default, --ray-address for a cluster); a bad book is reported and the others indexed.",
-        examples=[
-            "mindscape index book.txt --store runs/book",
-            "mindscape index library/ --store runs/library   # every .txt/.md/.jsonl below, on Ray",
-            "mindscape index book.txt --estimate            # LLM calls and tokens, nothing run",
-            "mindscape index docs.jsonl --doc-id d1 --doc-id d2 --store runs/series --json",
-            "mindscape index book.txt --llm openai --mom-paths 1   # one MoM memory per section",
-            "mindscape index book.txt --llm openai --index-llm-parts outline  # outline only",
-        ],
-        run=run_index,
-    )
+    p = add_command(sub, "index", run_index)
     p.add_argument("files", nargs="+", metavar="FILE", help=".txt, .md or documents.jsonl")
     add_store_option(p)
     _add_index_options(p)
@@ -154,24 +137,28 @@ def _add_llm_index_options(p: argparse.ArgumentParser) -> None:
 
 def _add_inspect_parser(sub: argparse._SubParsersAction) -> None:
     """Register `inspect`."""
-    q = add_command(
-        sub,
-        "inspect",
-        help="print what a store holds",
-        description="Print a store's documents and the units of each layer.",
-        examples=[
-            "mindscape inspect --store runs/book",
-            "mindscape inspect --store runs/book --json",
-        ],
-        run=run_inspect,
-    )
+    q = add_command(sub, "inspect", run_inspect)
     add_store_option(q)
     add_quiet_option(q)
     q.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def run_index(args: argparse.Namespace) -> int:
-    """Validate every input, then index each document; 1 when some book was not indexed."""
+    """Build the layered memory of documents into a store.
+
+    Index .txt/.md files, folders of them and bench documents.jsonl files into a store.
+    Unchanged documents are skipped; an interrupted run resumes (a library keeps every book
+    it finished). Several books are built in parallel on Ray (local by default,
+    --ray-address for a cluster); a bad book is reported and the others indexed (exit 1).
+
+    Examples:
+        mindscape index book.txt --store runs/book
+        mindscape index library/ --store runs/library   # every .txt/.md/.jsonl below, on Ray
+        mindscape index book.txt --estimate            # LLM calls and tokens, nothing run
+        mindscape index docs.jsonl --doc-id d1 --doc-id d2 --store runs/series --json
+        mindscape index book.txt --llm openai --mom-paths 1   # one MoM memory per section
+        mindscape index book.txt --llm openai --index-llm-parts outline  # outline only
+    """
     from dataclasses import asdict
 
     from mindscape.sources import SourceProblem, load_sources
@@ -327,7 +314,14 @@ def _estimate(args: argparse.Namespace, docs: list) -> int:
 
 
 def run_inspect(args: argparse.Namespace) -> int:
-    """Print the store summary."""
+    """Print what a store holds.
+
+    Print a store's documents and the units of each layer.
+
+    Examples:
+        mindscape inspect --store runs/book
+        mindscape inspect --store runs/book --json
+    """
     from mindscape.memory.store import MemoryStore
 
     store = MemoryStore.open_existing(args.store)

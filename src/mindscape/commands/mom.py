@@ -1,6 +1,11 @@
-"""`mindscape mom export`: MoM's CoM training data (document, reasoning path, memory).
+"""MoM document memories: export training data for a MemReader.
 
-mindscape mom export --store DIR --out FILE.jsonl   one chat-format record per document
+MoM's document memories beyond indexing: the chosen memories of a store as training data
+for a small memory-extraction model (see docs/mom.md). `export` writes one chat-format
+record (document, reasoning path, memory) per document.
+
+Examples:
+    mindscape mom export --store runs/tales --out runs/tales/com.jsonl
 """
 
 from __future__ import annotations
@@ -24,30 +29,9 @@ from mindscape.commands.common import (
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register `mom` and its actions."""
-    p = add_command(
-        sub,
-        "mom",
-        help="MoM document memories: export training data for a MemReader",
-        description="MoM's document memories beyond indexing: the chosen memories of a store "
-        "as training data for a small memory-extraction model (see docs/mom.md).",
-        examples=["mindscape mom export --store runs/tales --out runs/tales/com.jsonl"],
-    )
+    p = add_command(sub, "mom", doc=__doc__)
     actions = add_actions(p)
-    e = add_command(
-        actions,
-        "export",
-        help="write (document, reasoning path, memory) records as chat-format JSONL",
-        description="For each document of a store indexed with an LLM, ask the LLM for the "
-        "expert's reasoning from the document to its chosen MoM memory, and append a record "
-        '{"doc_id", "messages": [system, user: the document, assistant: reasoning + memory '
-        "JSON]} to the output, the format TRL's SFTTrainer and axolotl's chat_template read. "
-        "A rerun skips the documents the output holds; every LLM answer is cached in the store.",
-        examples=[
-            "mindscape mom export --store runs/tales --out runs/tales/com.jsonl",
-            "mindscape mom export --store runs/tales --out com.jsonl --llm openai --json",
-        ],
-        run=run_export,
-    )
+    e = add_command(actions, "export", run_export)
     add_store_option(e)
     e.add_argument("--out", required=True, metavar="FILE", help="the JSONL file to append to")
     e.add_argument(
@@ -81,7 +65,18 @@ def export_llm(args: argparse.Namespace, cache: Any) -> Any:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    """Export the store's CoM records, reporting each document."""
+    """Write (document, reasoning path, memory) records as chat-format JSONL.
+
+    For each document of a store indexed with an LLM, ask the LLM for the expert's
+    reasoning from the document to its chosen MoM memory, and append a record
+    {"doc_id", "messages": [system, user: the document, assistant: reasoning + memory JSON]}
+    to the output, the format TRL's SFTTrainer and axolotl's chat_template read. A rerun
+    skips the documents the output holds; every LLM answer is cached in the store.
+
+    Examples:
+        mindscape mom export --store runs/tales --out runs/tales/com.jsonl
+        mindscape mom export --store runs/tales --out com.jsonl --llm openai --json
+    """
     from mindscape.memory.mom_export import MAX_DOC_TOKENS, export_com
     from mindscape.memory.store import MemoryStore
     from mindscape.tokens import default_counter
