@@ -30,10 +30,9 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from pathlib import Path
 from typing import Any
 
-from common import bench_questions, log, sample_parser
+from common import log, sample_answers, sample_parser
 from langchain_core.messages import HumanMessage, SystemMessage
 from reading_windows import focused_sets, request
 from sklearn.metrics import roc_auc_score
@@ -118,10 +117,7 @@ def main() -> None:
     ap.add_argument("--floor", type=float, default=0.5, help="confidence below which to read on")
     ap.add_argument("--out", default="runs/answer-confidence")
     args = ap.parse_args()
-    questions, settings = bench_questions(args, sample=args.sample, seed=args.seed)
-    questions = [q for q in questions if q.task in ("open_qa", "multiple_choice")]
-    path = Path(args.out) / "answers.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    questions, settings, path = sample_answers(args, "answers.jsonl")
     done = {r["qid"] for r in read_records(path)} if path.exists() else set()
     todo = [q for q in questions if q.qid not in done]
     if todo:

@@ -246,3 +246,14 @@ def bench_questions(args: argparse.Namespace, **slice_: Any) -> tuple[list[Any],
         **slice_,
     )
     return prepare(settings)[0], settings
+
+
+def sample_answers(args: argparse.Namespace, filename: str) -> tuple[list[Any], Any, Path]:
+    """The open and multiple-choice questions of a script's fixed sample (`sample_parser`'s
+    options), their eval settings, and the script's answers file under ``args.out`` (its
+    folder created; the file holds what earlier runs answered, so a rerun resumes)."""
+    questions, settings = bench_questions(args, sample=args.sample, seed=args.seed)
+    questions = [q for q in questions if q.task in ("open_qa", "multiple_choice")]
+    path = Path(args.out) / filename
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return questions, settings, path

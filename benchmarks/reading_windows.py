@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import json
 import statistics
-from pathlib import Path
 from typing import Any
 
-from common import bench_questions, log, sample_parser
+from common import log, sample_answers, sample_parser
 from focus_recall import NotStatedChat, holds_answer, targets
 from reader_ceiling import gold_passages, reader
 
@@ -97,10 +96,7 @@ def main() -> None:
     ap.add_argument("--readings", nargs="+", default=list(READINGS), choices=READINGS)
     ap.add_argument("--out", default="runs/reading-windows")
     args = ap.parse_args()
-    questions, settings = bench_questions(args, sample=args.sample, seed=args.seed)
-    questions = [q for q in questions if q.task in ("open_qa", "multiple_choice")]
-    path = Path(args.out) / "readings.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    questions, settings, path = sample_answers(args, "readings.jsonl")
     done = {(r["reading"], r["qid"]) for r in read_records(path)} if path.exists() else set()
     todo = [
         (n, q)
