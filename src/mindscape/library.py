@@ -90,7 +90,8 @@ def index_library(
     built here by the Indexer that `load` returns. A book held the same way whose title changed
     is built again like the others: here only its context vectors are embedded
     (:meth:`Indexer.index`); on Ray the worker finds the rest in the store's cache.
-    `on_start(books, workers)` is called once Ray is up.
+    `on_start(books, workers)` is called once Ray is up: the process's own when it already
+    runs one (left running), else `ray_address`'s cluster, else a local Ray for this run.
     """
     t0 = time.perf_counter()
     run = LibraryRun()
@@ -161,25 +162,29 @@ def _build_on_ray(
     cache = str(writer.store.cache.path)
     queue = sorted(todo, key=lambda d: -len(d.text))
     by_ref: dict[Any, SourceDoc] = {}
-    while queue or by_ref:
-        while queue and len(by_ref) < run.workers:
-            d = queue.pop(0)
-            job = BookJob(embedder, writer.emb_id, config, d.doc_id, d.text, d.title, cache)
-            by_ref[task.remote(job)] = d
-        ready, _ = ray.wait(list(by_ref), num_returns=1)
-        d = by_ref.pop(ready[0])
-        outcome: IndexReport | BookFailure
-        try:
-            built, rows = ray.get(ready[0])
-        except ray.exceptions.RayError as exc:
-            outcome = BookFailure(d.doc_id, d.origin, _ray_error(exc))
-            run.failures.append(outcome)
-        else:
-            outcome = _write(writer, built, rows)
-            run.reports.append(outcome)
-        done += 1
-        if progress:
-            progress(done, total, outcome)
+    try:
+        while queue or by_ref:
+            while queue and len(by_ref) < run.workers:
+                d = queue.pop(0)
+                job = BookJob(embedder, writer.emb_id, config, d.doc_id, d.text, d.title, cache)
+                by_ref[task.remote(job)] = d
+            ready, _ = ray.wait(list(by_ref), num_returns=1)
+            d = by_ref.pop(ready[0])
+            outcome: IndexReport | BookFailure
+            try:
+                built, rows = ray.get(ready[0])
+            except ray.exceptions.RayError as exc:
+                outcome = BookFailure(d.doc_id, d.origin, _ray_error(exc))
+                run.failures.append(outcome)
+            else:
+                outcome = _write(writer, built, rows)
+                run.reports.append(outcome)
+            done += 1
+            if progress:
+                progress(done, total, outcome)
+    finally:  # stopped (Ctrl-C, an error): the books still building are not wanted
+        for ref in by_ref:
+            ray.cancel(ref, force=True)
 
 
 def _write(writer: IndexWriter, built: BuiltDoc, rows: dict[str, dict[str, bytes]]) -> IndexReport:
@@ -246,12 +251,18 @@ def _one_thread() -> None:
 
 @contextmanager
 def _ray_session(address: str | None, workers: int | None) -> Iterator[int]:
-    """Ray for one run: a local instance started here (and stopped after), or a connection
-    to the cluster at `address`. Yields how many books to build at once."""
+    """Ray for one run: the caller's own when this process has already started or joined
+    one (an application on Ray; used and left running), else a connection to the cluster at
+    `address`, else a local instance started here (and stopped after). Yields how many books
+    to build at once."""
     try:
         import ray
     except ImportError:  # pragma: no cover - ray is a dependency
         raise InputError("Ray is not installed (pip install 'ray>=2.40')") from None
+    if ray.is_initialized():
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        yield min(cpus, workers) if workers else cpus
+        return
     logging.getLogger("ray").setLevel(logging.ERROR)
     quiet: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.ERROR)
     if address:

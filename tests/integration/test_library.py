@@ -3,8 +3,8 @@
 Three small books (the bundled story cut in three, each titled) plus two bad files in one
 folder: the good books are built by Ray workers and written by the driver, exactly as this
 process would build them; the bad ones are reported; a rerun skips everything; a run stopped
-after its first book resumes with the others; `ask` without `--doc` answers from the library
-and names the book.
+after its first book resumes with the others (in the caller's own Ray, which it leaves
+running); `ask` without `--doc` answers from the library and names the book.
 """
 
 from __future__ import annotations
@@ -91,7 +91,18 @@ def test_rerun_skips_every_book_without_starting_ray(ray_store, library):
     assert len(out["failed"]) == 2 and "on Ray" not in again.stderr
 
 
-def test_a_stopped_run_keeps_its_finished_books_and_resumes(library, tmp_path):
+@pytest.fixture
+def own_ray():
+    """This process's own Ray, as an application on Ray has: `index_library` uses it and
+    leaves it running (and the test starts Ray once instead of once per run)."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1")
+    yield ray
+    ray.shutdown()
+
+
+def test_a_stopped_run_keeps_its_finished_books_and_resumes(library, tmp_path, own_ray):
     from mindscape.embeddings import spec_model_id
     from mindscape.library import index_library
     from mindscape.memory.indexer import IndexConfig
@@ -120,6 +131,7 @@ def test_a_stopped_run_keeps_its_finished_books_and_resumes(library, tmp_path):
     assert run.workers == 2 and not run.failures
     for r in run.reports:
         assert r.embedded == r.layers["veridical"] and r.embed_cached > r.embedded
+    assert own_ray.is_initialized()  # the caller's Ray, left running
     store.close()
 
 
