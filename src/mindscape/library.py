@@ -259,10 +259,19 @@ def _ray_session(address: str | None, workers: int | None) -> Iterator[int]:
         import ray
     except ImportError:  # pragma: no cover - ray is a dependency
         raise InputError("Ray is not installed (pip install 'ray>=2.40')") from None
-    if ray.is_initialized():
-        cpus = int(ray.cluster_resources().get("CPU", 1))
+    owned = not ray.is_initialized()
+    if owned:
+        _start_ray(ray, address, workers)
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    try:
         yield min(cpus, workers) if workers else cpus
-        return
+    finally:
+        if owned:
+            ray.shutdown()
+
+
+def _start_ray(ray: Any, address: str | None, workers: int | None) -> None:
+    """Join the cluster at `address`, else start a local Ray with a CPU per worker."""
     logging.getLogger("ray").setLevel(logging.ERROR)
     quiet: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.ERROR)
     if address:
@@ -272,14 +281,9 @@ def _ray_session(address: str | None, workers: int | None) -> Iterator[int]:
             raise InputError(
                 f"cannot join the Ray cluster at {address}: {_one_line(exc)}"
             ) from None
-        cpus = int(ray.cluster_resources().get("CPU", 1))
     else:
         cpus = workers or os.cpu_count() or 1
         ray.init(num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1", **quiet)
-    try:
-        yield min(cpus, workers) if workers else cpus
-    finally:
-        ray.shutdown()
 
 
 def _ray_error(exc: Exception) -> str:
