@@ -42,8 +42,9 @@ from mindscape.eval.metrics import bootstrap_ci
 from mindscape.eval.runner import read_records, score
 from mindscape.llm import LLMSettings
 from mindscape.prompts import answer as answer_prompt
+from mindscape.reasoners.focus import best_windows
 from mindscape.reasoners.prompting import render_plain
-from mindscape.reasoners.replies import parse_plain
+from mindscape.reasoners.replies import grounded_attempt, plain_reply
 from mindscape.reasoners.schemas import PLAIN_MAX_TOKENS
 from mindscape.state import EvidenceItem
 
@@ -57,10 +58,12 @@ def confidence(logprobs: list[float]) -> float:
 
 def answer_with_logprobs(chat: Any, q: Any, shown: list[EvidenceItem]) -> dict[str, Any]:
     """The plain answer to `q` from `shown`, its output tokens' log-probabilities and score."""
-    prompt = render_plain(request(q), shown)
+    req = request(q)
+    prompt = render_plain(req, shown)
     msg = chat.invoke([SystemMessage(answer_prompt.PLAIN_SYSTEM), HumanMessage(prompt)])
     content = (msg.response_metadata.get("logprobs") or {}).get("content") or []
-    answer, _ = parse_plain(str(msg.content))
+    reply = plain_reply(str(msg.content), req, shown)  # read as the pipeline reads it
+    answer = grounded_attempt(req, shown, reply, reasoner="llm")["answer"]
     metrics = score(q, {"answer": answer}, {})["metrics"]
     return {
         "answer": answer,
@@ -128,7 +131,7 @@ def main() -> None:
             .bind(logprobs=True, top_logprobs=1, max_tokens=PLAIN_MAX_TOKENS, temperature=0)
         )
         for k, q in enumerate(todo, 1):
-            ranked = sorted(sets[q.qid], key=lambda p: -p["score"])
+            ranked = best_windows(sets[q.qid], 4)
             rec: dict[str, Any] = {"qid": q.qid}
             for name, part in READINGS.items():
                 if ranked[part]:
