@@ -351,3 +351,27 @@ def test_processes_share_one_local_server_and_take_it_over(tmp_path: Path) -> No
                 proc.terminate()
                 proc.wait(timeout=20)
     assert _gone(c["pid"])
+
+
+def test_the_server_computes_log_probabilities_only_for_the_rows_asked() -> None:
+    """llama_server's patch: ``Llama.logits_to_logprobs`` over a 2-D array computes the rows a
+    caller slices (the reply's, not the prompt's), with the values the original gives."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    import numpy as np
+
+    from mindscape.llm.llama_server import RowsOnDemand, patch_llama
+
+    original = llama_cpp.Llama.logits_to_logprobs
+    logits = np.random.default_rng(0).normal(size=(6, 50)).astype(np.single)
+    try:
+        patch_llama()
+        patch_llama()  # idempotent: patched once
+        lazy = llama_cpp.Llama.logits_to_logprobs(logits)
+        assert isinstance(lazy, RowsOnDemand)
+        assert np.allclose(lazy[4:], original(logits)[4:]) and len(lazy) == 6
+        row = llama_cpp.Llama.logits_to_logprobs(logits[2])  # 1-D: computed at once
+        assert np.allclose(row, original(logits)[2])
+        assert np.allclose(lazy.tolist(), original(logits)) and np.allclose(list(lazy), lazy[:])
+        assert np.isclose(np.exp(lazy[1]).sum(), 1.0, atol=1e-5)
+    finally:
+        llama_cpp.Llama.logits_to_logprobs = staticmethod(original)

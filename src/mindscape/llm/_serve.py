@@ -4,7 +4,7 @@ its parent.
 ``python -m mindscape.llm._serve --parent PID -- MODULE [ARGS...]`` starts a watchdog
 thread that ends this process as soon as ``PID`` is no longer its parent (the parent was
 killed, even with SIGKILL, and this process was re-parented), then runs ``MODULE`` as
-``__main__`` with ``ARGS`` (``llama_cpp.server`` and its options in production).
+``__main__`` with ``ARGS`` (:mod:`mindscape.llm.llama_server` and its options in production).
 """
 
 from __future__ import annotations

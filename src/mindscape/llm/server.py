@@ -63,9 +63,10 @@ def default_threads() -> int:
 
 
 def llama_server_args(model: Path, port: int, *, threads: int, n_ctx: int) -> list[str]:
-    """``llama_cpp.server`` and its arguments for one model on ``127.0.0.1:port``."""
+    """The llama.cpp server (:mod:`mindscape.llm.llama_server`) and its arguments for one model
+    on ``127.0.0.1:port``."""
     return [
-        "llama_cpp.server",
+        "mindscape.llm.llama_server",
         "--model", str(model),
         "--model_alias", "local",
         "--host", "127.0.0.1",
@@ -82,7 +83,8 @@ def llama_server_args(model: Path, port: int, *, threads: int, n_ctx: int) -> li
 class LocalServer:
     """A child process serving an OpenAI-compatible API on ``127.0.0.1:port``.
 
-    ``argv`` is the module to run and its arguments (``["llama_cpp.server", "--model", …]``),
+    ``argv`` is the module to run and its arguments (``["mindscape.llm.llama_server", "--model",
+    …]``),
     started through :mod:`mindscape.llm._serve`; tests pass a fake server module.
     """
 
