@@ -193,6 +193,10 @@ class Context:
     confidence_threshold: float = field(
         default=0.5, metadata=_d("A sufficient attempt with at least this confidence is accepted.")
     )
+    certainty: bool = field(
+        default=True,
+        metadata=_d("Cap an answer's confidence by its tokens' mean probability (unsure: refine)."),
+    )
     answer_policy: Literal["every-round", "on-decision"] | None = field(
         default=None,
         metadata=_p(

@@ -142,6 +142,10 @@ class Attempt(TypedDict):
     grounding: NotRequired[Grounding]
     """How the answer is tied to the passages (set by `try_answer`); Self-Probe's ANSWER
     counts only for a sufficient attempt whose quote was found."""
+    certainty: NotRequired[float]
+    """The reader's own confidence in its words, 0..1: the geometric-mean probability of its
+    output tokens (a plain answer where the endpoint returns log-probabilities). `try_answer`
+    caps `confidence` with it, so an unsure small reader refines instead of answering."""
     support: list[str]
     """Unit ids the answer rests on."""
     rationale: NotRequired[str]
@@ -287,7 +291,8 @@ class QAOutput(TypedDict):
     """Model answers that stayed malformed after one re-ask; the role's extractive fallback
     ran instead (the run goes on)."""
     stop_reason: NotRequired[str]
-    """answered | rounds | llm_calls | tokens | exhausted (nothing new to try)."""
+    """answered | rounds | llm_calls | tokens | exhausted (nothing new to try) | no surer (a
+    refining round did not raise the reader's certainty)."""
     answer_round: NotRequired[int]
     """The round whose attempt gave the answer (0: no attempt)."""
     preset: NotRequired[str]

@@ -3,6 +3,7 @@ budgets, answer formats, every preset, partial runs, and the real store."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -215,6 +216,59 @@ def test_a_refining_round_reads_a_new_focused_set(qa_deps: Deps) -> None:
     counter = default_counter()
     assert all(sum(counter.count(t) for t in r) <= 600 + 20 * len(r) for r in read)
     assert out["trace"][0]["passages"] and out["trace"][1]["passages"]
+
+
+def _reader(*certainties: float) -> ScriptedChatModel:
+    """A local reader that answers with words from the first sentence it reads (so the answer
+    is grounded) and, round after round, the given token log-probability per reply token."""
+    from langchain_core.messages import AIMessage
+
+    def reply(certainty: float) -> Any:
+        def read(prompt: str) -> AIMessage:
+            passage = prompt.split("<passages>", 1)[1].split("</passages>", 1)[0]
+            words = " ".join(re.sub(r"<[^>]+>", " ", passage).split()[:6])
+            lp = math.log(certainty)
+            tokens = [{"token": w, "logprob": lp, "top_logprobs": []} for w in words.split()]
+            return AIMessage(content=words, response_metadata={"logprobs": {"content": tokens}})
+
+        return read
+
+    return ScriptedChatModel(responses=[reply(c) for c in certainties])
+
+
+@pytest.mark.parametrize(
+    "certainties,certainty,rounds,kept,stop",
+    [
+        ((0.3, 0.8), True, 2, 2, "answered"),  # unsure: it reads new evidence, then is sure
+        ((0.3, 0.2), True, 2, 1, "no surer"),  # no surer: it stops, round 1's answer stays
+        ((0.3, 0.4, 0.45), True, 3, 3, "rounds"),  # surer each round, till the round budget
+        ((0.8,), True, 1, 1, "answered"),  # sure: answered in round 1
+        ((0.3,), False, 1, 1, "answered"),  # certainty off: a grounded answer ends the loop
+    ],
+)
+def test_an_unsure_local_reader_refines(
+    qa_deps: Deps, certainties: tuple, certainty: bool, rounds: int, kept: int, stop: str
+) -> None:
+    from mindscape.llm import LLMSettings
+
+    chat = _reader(*certainties)
+    deps = Deps(
+        store=qa_deps.store,
+        embedder=qa_deps.embedder,
+        chat=chat,
+        llm_settings=LLMSettings(backend="local"),
+    )
+    out = app_for(deps).invoke(
+        {"question": Q, "doc_id": QA_DOC},
+        cfg(f"certainty-{certainties}-{certainty}"),
+        context=Context(preset="mindscape", certainty=certainty, max_rounds=3),
+    )
+    assert out["rounds"] == rounds and len(chat.prompts) == rounds
+    assert out["stop_reason"] == stop
+    answers = [step["answer"] for step in out["trace"]]
+    assert out["answer"] == answers[kept - 1] and out["answer_round"] == kept
+    expected = certainties[kept - 1] if certainty else 0.9  # 0.9: a grounded answer
+    assert out["confidence"] == pytest.approx(expected)
 
 
 def test_llm_run_refines_twice_then_answers(qa_deps: Deps) -> None:

@@ -83,6 +83,19 @@ def test_open_question_naive_one_call(deps, story_store: Path) -> None:  # noqa:
     assert out["llm_calls"] == 1 and 0 < out["tokens_in"] < 2500
 
 
+def test_a_plain_answer_carries_the_readers_certainty(deps) -> None:  # noqa: ANN001
+    """The server returns the reply's token log-probabilities (through llama_server's patch):
+    the reader is surer of an answer the passage states than of one it must guess."""
+    from mindscape.llm import LLM
+
+    llm = LLM(deps.get_chat(), settings=_settings())
+    passage = "Passage: Tomas had a small brown dog called Biscuit.\n"
+    stated, sure = llm.complete_scored(passage + "What is the dog called? Reply in one word.")
+    _, unsure = llm.complete_scored(passage + "What is the dog's favourite toy? One word.")
+    assert "biscuit" in stated.lower() and sure is not None and unsure is not None
+    assert 0.5 < sure <= 1.0 and 0.0 < unsure < sure
+
+
 def test_multiple_choice_through_the_loop(deps, story_store: Path) -> None:  # noqa: ANN001
     out = _ask(
         deps,

@@ -3,10 +3,12 @@ its reply read by reasoners/replies.py)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from mindscape.llm import LLMSettings, Usage
 from mindscape.reasoners.base import AnswerRequest
@@ -206,6 +208,7 @@ def test_local_model_answers_in_plain_words_from_the_focused_set() -> None:
     assert a["answer"] == "to be good and pious" and a["sufficient"]
     assert a["confidence"] >= 0.5  # the answer is in the passage it read
     assert a["passages"] and u.calls == 1
+    assert "certainty" not in a  # the endpoint sent no log-probabilities
 
 
 def test_best_windows_are_the_best_scored_first() -> None:
@@ -309,4 +312,5 @@ def test_option_scoring_takes_the_likeliest_letter_in_one_token() -> None:
         usage=u,
     )
     assert a["answer"] == "B" and a["choice"] == 1  # the likeliest letter, not the sampled "C"
+    assert a["certainty"] == pytest.approx(math.exp(-0.3) / (math.exp(-0.3) + math.exp(-1.2)))
     assert u.calls == 1

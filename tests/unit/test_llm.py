@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import pickle
 import subprocess
 import sys
@@ -371,6 +372,26 @@ def test_complete_uses_cache() -> None:
     assert llm.usage.calls == 1 and llm.usage.cache_hits == 1
     assert llm.usage.by_role["answer"]["cache_hits"] == 1
     assert cache.data == {llm.cache_key("q"): "first answer"}
+
+
+def _with_logprobs(text: str, *logprobs: float) -> AIMessage:
+    """A reply as an OpenAI-compatible server sends it with ``logprobs=True``."""
+    tokens = [
+        {"token": f"t{n}", "logprob": lp, "top_logprobs": []} for n, lp in enumerate(logprobs)
+    ]
+    return AIMessage(content=text, response_metadata={"logprobs": {"content": tokens}})
+
+
+def test_complete_scored_reads_the_replys_geometric_mean_token_probability() -> None:
+    cache = DictCache()
+    chat = scripted(_with_logprobs("the pigeons", -0.1, -0.5), "no logprobs here")
+    llm = _llm(chat, cache=cache)
+    text, confidence = llm.complete_scored("q", role="answer")
+    assert text == "the pigeons" and confidence == pytest.approx(math.exp(-0.3))
+    assert llm.complete_scored("q", role="answer") == (text, confidence)  # cached, with it
+    assert len(chat.calls) == 1 and llm.usage.cache_hits == 1
+    assert llm.complete_scored("other") == ("no logprobs here", None)  # endpoint gave none
+    assert llm.cache_key("q") not in cache.data  # apart from complete's plain-text entries
 
 
 def test_cache_key_components() -> None:

@@ -10,7 +10,8 @@ Decision, in order:
 1. ANSWER when this round's attempt is sufficient with confidence ≥ `confidence_threshold`,
    or when MiA's UPDATE decided ANSWER and the generator answered;
 2. STOP when a budget is used up (rounds, LLM calls, tokens; ``over_budget``, as `try_answer`
-   left it): answer with the best attempt;
+   left it), or when a refining round left the reader no surer (``no surer``: its certainty,
+   where the reader gives one, did not rise): answer with the best attempt;
 3. otherwise Self-Probe: at most `max_probes` new probes (entities first, never repeating)
    and, with `query_rewrite`, a rewritten query; the LLM reasoner decides REFINE/ANSWER in
    the same call, but its ANSWER counts only for a sufficient attempt whose quote was found
@@ -82,8 +83,23 @@ def this_rounds_attempt(state: QAState) -> Attempt | None:
     return attempts[-1] if attempts and attempts[-1]["round"] == state.get("rounds", 0) else None
 
 
+def no_surer(state: QAState, latest: Attempt | None) -> bool:
+    """Whether a refining round left the reader no surer: its attempt, like an earlier one,
+    carries the reader's certainty, and its confidence is not above theirs. Each round reads
+    evidence ranked below what the earlier ones read, so another would not help either."""
+    if latest is None or "certainty" not in latest:
+        return False
+    earlier = [
+        a["confidence"]
+        for a in state.get("attempts") or []
+        if a["round"] < latest["round"] and "certainty" in a
+    ]
+    return bool(earlier) and latest["confidence"] <= max(earlier)
+
+
 def decide(state: QAState, ctx: Context, latest: Attempt | None) -> Outcome | None:
-    """The outcome before any Self-Probe call: ANSWER, STOP on a used-up budget, or None."""
+    """The outcome before any Self-Probe call: ANSWER, STOP on a used-up budget or a round
+    that left the reader no surer, or None."""
     query = state.get("query") or state["question"]
     over = state.get("over_budget")
     if latest and latest["sufficient"] and latest["confidence"] >= ctx.confidence_threshold:
@@ -92,6 +108,8 @@ def decide(state: QAState, ctx: Context, latest: Attempt | None) -> Outcome | No
         return Outcome("ANSWER", "answered", query, over_budget=over)
     if over:
         return Outcome("STOP", over, query, over_budget=over)
+    if ctx.certainty and no_surer(state, latest):
+        return Outcome("STOP", "no surer", query, over_budget=over)
     return None
 
 

@@ -9,7 +9,9 @@ in a refining round, the question's own round-1 hits first, then the round's new
 window grown by `refine_window`; then the best earlier evidence, packed into `answer_budget`
 tokens. σ and the memory are shown when `answer_with_signature` / `answer_with_evidence` are
 on. The attempt carries an explicit "not enough evidence" flag, a confidence and its
-grounding level (how its answer is tied to the passages). With
+grounding level (how its answer is tied to the passages); with `certainty` on, the confidence
+is at most the reader's own certainty in its words (a plain answer's token probability), so
+a small reader that guesses refines rather than answers. With
 `answer_policy="on-decision"` (MiA-Agent) the generator only runs once UPDATE decided ANSWER,
 in the last round, or when the round found nothing new (the loop is about to stop).
 """
@@ -160,6 +162,8 @@ def make_try_answer(deps: Deps) -> Node:
         attempt["round"] = round_
         attempt.setdefault("read", [p["unit_id"] for p in req.passages])
         attempt.setdefault("grounding", grounding_level(attempt))
+        if ctx.certainty and "certainty" in attempt:
+            attempt["confidence"] = min(attempt["confidence"], attempt["certainty"])
         deps.usage.merge(usage)
         emit(
             runtime,

@@ -23,6 +23,7 @@ import copy
 import hashlib
 import json
 import logging
+import math
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
@@ -219,6 +220,36 @@ class LLM:
         if self.cache is not None:
             self.cache.put_text(key, text)
         return text
+
+    def complete_scored(
+        self,
+        prompt: str,
+        *,
+        system: str | None = None,
+        role: str = "",
+        max_tokens: int | None = None,
+    ) -> tuple[str, float | None]:
+        """Free text, as :meth:`complete`, with the model's confidence in it: the geometric-mean
+        probability of its output tokens, ``exp(mean log p)`` (the endpoint's ``logprobs``;
+        None when it returns none). A small reader's wrong answers are its unsure ones
+        (docs/agent.md), so the refine loop reads this where the model does not say so."""
+        key = self.cache_key(prompt, system=system, schema_name="scored")
+        if self.cache is not None and (hit := self.cache.get_text(key)) is not None:
+            self.usage.add(role, cache_hits=1)
+            text, confidence = json.loads(hit)
+            return str(text), confidence
+        messages = build_messages(prompt, system)
+        runnable = self._capped(self.chat.bind(logprobs=True, top_logprobs=1), max_tokens)
+        reply = self._invoke(runnable, messages, role)
+        self._record(role, messages, reply)
+        text = strip_reasoning(message_text(reply))
+        meta = getattr(reply, "response_metadata", None) or {}
+        tokens = (meta.get("logprobs") or {}).get("content") or []
+        logprobs = [float(t["logprob"]) for t in tokens if t.get("logprob") is not None]
+        confidence = math.exp(sum(logprobs) / len(logprobs)) if logprobs else None
+        if self.cache is not None:
+            self.cache.put_text(key, json.dumps([text, confidence]))
+        return text, confidence
 
     def first_token_logprobs(
         self, prompt: str, *, system: str | None = None, role: str = "", top: int = 20

@@ -205,21 +205,23 @@ class LLMReasoner:
         prompt = render_plain(req, shown)
         llm = self._llm(usage)
         scored = None
+        certainty: float | None
         if self.option_scoring and req.task == "multiple-choice" and req.options:
             top = llm.first_token_logprobs(prompt, system=answer_prompt.PLAIN_SYSTEM, role="answer")
             scored = letter_choice(top, len(req.options))
-        reply = (
-            LETTERS[scored[0]]
-            if scored is not None
-            else llm.complete(
+        if scored is not None:
+            reply, certainty = LETTERS[scored[0]], scored[1]
+        else:
+            reply, certainty = llm.complete_scored(
                 prompt,
                 system=answer_prompt.PLAIN_SYSTEM,
                 role="answer",
                 max_tokens=PLAIN_MAX_TOKENS,
             )
-        )
         attempt = grounded_attempt(req, shown, plain_reply(reply, req, shown), reasoner=self.name)
         attempt["passages"] = [p["text"] for p in shown]
+        if certainty is not None:
+            attempt["certainty"] = certainty
         return attempt
 
     def refine(self, req: RefineRequest, *, usage: Usage) -> RefineResult:
