@@ -157,7 +157,7 @@ class Context:
     local_max_tokens: int | None = field(
         default=3000,
         metadata=_d(
-            "Cap on max_tokens when the local model answers: about two answer rounds, ~30 s at "
+            "Cap on max_tokens when the local model answers: about five focused rounds, ~30 s at "
             "100 prompt tokens/s (two idle cores). None: no cap."
         ),
     )
