@@ -46,11 +46,12 @@ class RowsOnDemand:
 
 
 def patch_llama() -> None:
-    """Make ``Llama.logits_to_logprobs`` lazy over the rows of a 2-D array (idempotent)."""
+    """Make ``Llama.logits_to_logprobs`` lazy over the rows of a 2-D array (idempotent; a
+    llama-cpp-python without that function runs unpatched, only slower with logprobs)."""
     from llama_cpp import Llama
 
-    convert = Llama.logits_to_logprobs
-    if getattr(convert, "rows_on_demand", False):
+    convert = getattr(Llama, "logits_to_logprobs", None)
+    if convert is None or getattr(convert, "rows_on_demand", False):
         return
 
     def logits_to_logprobs(logits: Any, axis: int = -1) -> Any:
