@@ -9,8 +9,9 @@ local model that answers "not stated", so each variant's first-round reading is 
 the script prints the share of questions whose reading holds a reference answer (at least
 60% of its content words, as in failure_analysis.py), with a 95% bootstrap interval, and the
 tokens read. With ``--answer`` the local model answers too (the full loop) and the script adds
-token F1 (open questions) or accuracy (multiple choice) and input tokens per question. Tune on
-dev only.
+token F1 (open questions) or accuracy (multiple choice) and input tokens per question. Each
+later variant is compared with the first, paired over the questions: on "holds", or with
+``--answer`` on the score. Tune on dev only.
 
 A variant is a preset with optional Context fields: ``preset:field=value;field=value``
 (values parsed as JSON, else kept as text). The last line is one JSON object.
@@ -126,7 +127,7 @@ def main() -> None:
             "tokens_in": sum(tokens_in) / len(tokens_in),
         }
         summary[variant] = row
-        scores[variant] = f1
+        scores[variant] = f1 if args.answer else held  # what the paired difference compares
         log(f"done {variant}")
         print(
             f"{variant:60} {row['holds']:6.3f} [{ci[1]:.3f}, {ci[2]:.3f}] {row['tokens']:7.0f} "
@@ -134,11 +135,13 @@ def main() -> None:
         )
     if len(scores) > 1:  # the later variants against the first, paired over the questions
         first = scores[args.variants[0]]
+        measure = "score" if args.answer else "holds"
         for variant in args.variants[1:]:
             diff = bootstrap_ci([b - a for a, b in zip(first, scores[variant], strict=True)])
             summary[f"{variant} - {args.variants[0]}"] = diff
             print(
-                f"{variant} - {args.variants[0]}: {diff[0]:+.3f} [{diff[1]:+.3f}, {diff[2]:+.3f}]"
+                f"{variant} - {args.variants[0]} ({measure}): "
+                f"{diff[0]:+.3f} [{diff[1]:+.3f}, {diff[2]:+.3f}]"
             )
     print(json.dumps(summary))
 
