@@ -28,7 +28,6 @@ Answers go to ``OUT/answers.jsonl`` (a rerun skips what is done). Tune on dev on
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from typing import Any
 
@@ -41,6 +40,7 @@ from mindscape.deps import Deps
 from mindscape.eval.metrics import bootstrap_ci
 from mindscape.eval.runner import read_records, score
 from mindscape.llm import LLMSettings
+from mindscape.llm.client import mean_probability, reply_logprobs
 from mindscape.prompts import answer as answer_prompt
 from mindscape.reasoners.focus import best_windows
 from mindscape.reasoners.prompting import render_plain
@@ -53,7 +53,7 @@ READINGS = {"top2": slice(0, 2), "next2": slice(2, 4)}
 
 def confidence(logprobs: list[float]) -> float:
     """The geometric-mean token probability of an answer (0 for an empty one)."""
-    return math.exp(statistics.mean(logprobs)) if logprobs else 0.0
+    return mean_probability(logprobs) or 0.0
 
 
 def answer_with_logprobs(chat: Any, q: Any, shown: list[EvidenceItem]) -> dict[str, Any]:
@@ -61,7 +61,7 @@ def answer_with_logprobs(chat: Any, q: Any, shown: list[EvidenceItem]) -> dict[s
     req = request(q)
     prompt = render_plain(req, shown)
     msg = chat.invoke([SystemMessage(answer_prompt.PLAIN_SYSTEM), HumanMessage(prompt)])
-    content = (msg.response_metadata.get("logprobs") or {}).get("content") or []
+    content = reply_logprobs(msg)
     reply = plain_reply(str(msg.content), req, shown)  # read as the pipeline reads it
     answer = grounded_attempt(req, shown, reply, reasoner="llm")["answer"]
     metrics = score(q, {"answer": answer}, {})["metrics"]

@@ -11,7 +11,10 @@ Every LLM role in mindscape (summaries, probes, cues, answers, decisions) goes t
   llama.cpp's server takes), the model's native structured output, or text repaired by
   :func:`~mindscape.llm.output.extract_json`, and one re-ask with a short reminder before
   giving up (:mod:`~mindscape.llm.structured`);
-* per-call output caps (``max_tokens``), so each role spends only what it needs.
+* per-call output caps (``max_tokens``), so each role spends only what it needs;
+* token log-probabilities where the endpoint gives them: a reply's mean token probability
+  (:meth:`LLM.complete_scored`, the reader's certainty) and the first token's likeliest
+  tokens (:meth:`LLM.first_token_logprobs`, option scoring).
 
 This module is the facade: it holds the cache and the accounting and runs the re-ask; the
 retry policy and the structured-output modes live in their own modules.
@@ -63,6 +66,19 @@ __all__ = ["LLM", "REASK_REMINDER", "TextCache", "is_request_error", "is_transie
 logger = logging.getLogger(__name__)
 
 M = TypeVar("M", bound="BaseModel")
+
+
+def reply_logprobs(reply: Any) -> list[dict[str, Any]]:
+    """The per-token log-probability records of a chat reply (OpenAI's
+    ``response_metadata["logprobs"]["content"]``; empty when the endpoint sent none)."""
+    meta = getattr(reply, "response_metadata", None) or {}
+    return list((meta.get("logprobs") or {}).get("content") or [])
+
+
+def mean_probability(logprobs: list[float]) -> float | None:
+    """The geometric-mean probability of tokens, ``exp(mean log p)``: the length-normalised
+    sequence probability (None for no tokens)."""
+    return math.exp(sum(logprobs) / len(logprobs)) if logprobs else None
 
 
 class TextCache(Protocol):
@@ -230,43 +246,54 @@ class LLM:
         max_tokens: int | None = None,
     ) -> tuple[str, float | None]:
         """Free text, as :meth:`complete`, with the model's confidence in it: the geometric-mean
-        probability of its output tokens, ``exp(mean log p)`` (the endpoint's ``logprobs``;
-        None when it returns none). A small reader's wrong answers are its unsure ones
-        (docs/agent.md), so the refine loop reads this where the model does not say so."""
-        key = self.cache_key(prompt, system=system, schema_name="scored")
-        if self.cache is not None and (hit := self.cache.get_text(key)) is not None:
-            self.usage.add(role, cache_hits=1)
-            text, confidence = json.loads(hit)
-            return str(text), confidence
-        messages = build_messages(prompt, system)
+        probability of its output tokens (:func:`mean_probability` of the endpoint's
+        ``logprobs``; None when it returns none). A small reader's wrong answers are its unsure
+        ones (docs/agent.md), so the refine loop reads this where the model does not say so."""
+
+        def read(reply: Any) -> list[Any]:
+            logprobs = [
+                float(t["logprob"]) for t in reply_logprobs(reply) if t.get("logprob") is not None
+            ]
+            return [strip_reasoning(message_text(reply)), mean_probability(logprobs)]
+
         runnable = self._capped(self.chat.bind(logprobs=True, top_logprobs=1), max_tokens)
-        reply = self._invoke(runnable, messages, role)
-        self._record(role, messages, reply)
-        text = strip_reasoning(message_text(reply))
-        meta = getattr(reply, "response_metadata", None) or {}
-        tokens = (meta.get("logprobs") or {}).get("content") or []
-        logprobs = [float(t["logprob"]) for t in tokens if t.get("logprob") is not None]
-        confidence = math.exp(sum(logprobs) / len(logprobs)) if logprobs else None
-        if self.cache is not None:
-            self.cache.put_text(key, json.dumps([text, confidence]))
-        return text, confidence
+        text, confidence = self._logprob_call(prompt, system, role, "scored", runnable, read)
+        return str(text), confidence
 
     def first_token_logprobs(
         self, prompt: str, *, system: str | None = None, role: str = "", top: int = 20
     ) -> dict[str, float]:
         """The log-probabilities of the reply's first token: its ``top`` likeliest tokens, by
         token text (empty when the endpoint returns none). One call of one output token."""
-        key = self.cache_key(prompt, system=system, schema_name=f"first-token-top{top}")
+
+        def read(reply: Any) -> dict[str, float]:
+            first = (reply_logprobs(reply) or [{}])[0]
+            return {str(t["token"]): float(t["logprob"]) for t in first.get("top_logprobs") or []}
+
+        runnable = self.chat.bind(logprobs=True, top_logprobs=top, max_tokens=1)
+        return dict(
+            self._logprob_call(prompt, system, role, f"first-token-top{top}", runnable, read)
+        )
+
+    def _logprob_call(
+        self,
+        prompt: str,
+        system: str | None,
+        role: str,
+        name: str,
+        runnable: Any,
+        read: Callable[[Any], Any],
+    ) -> Any:
+        """``read(reply)`` of one call asking for log-probabilities, cached as JSON under the
+        cache key named `name` (a hit returns the decoded JSON)."""
+        key = self.cache_key(prompt, system=system, schema_name=name)
         if self.cache is not None and (hit := self.cache.get_text(key)) is not None:
             self.usage.add(role, cache_hits=1)
-            return dict(json.loads(hit))
+            return json.loads(hit)
         messages = build_messages(prompt, system)
-        runnable = self.chat.bind(logprobs=True, top_logprobs=top, max_tokens=1)
         reply = self._invoke(runnable, messages, role)
         self._record(role, messages, reply)
-        meta = getattr(reply, "response_metadata", None) or {}
-        content = (meta.get("logprobs") or {}).get("content") or [{}]
-        out = {str(t["token"]): float(t["logprob"]) for t in content[0].get("top_logprobs") or []}
+        out = read(reply)
         if self.cache is not None:
             self.cache.put_text(key, json.dumps(out))
         return out
