@@ -17,7 +17,7 @@ every reducer field, so a second question on the same thread starts from a clean
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from typing_extensions import NotRequired, TypedDict
 
@@ -329,6 +329,13 @@ class QAState(QAInput, QAOutput):
     token_budget: NotRequired[int | None]
     """This question's token budget (in + out): ``Context.max_tokens``, capped by
     ``Context.local_max_tokens`` when the local model answers. None: no budget."""
+
+
+def answer_step(output: QAOutput | dict[str, Any]) -> TraceStep | None:
+    """The trace step of the round whose attempt gave the answer (None without one): what
+    that attempt read (``read``: unit ids; ``passages``: the focused text, word for word)."""
+    round_ = output.get("answer_round")
+    return next((s for s in output.get("trace") or [] if s.get("round") == round_), None)
 
 
 COUNTERS: tuple[str, ...] = ("rounds", "llm_calls", "tokens_in", "tokens_out", "llm_fallbacks")

@@ -271,6 +271,33 @@ def test_an_unsure_local_reader_refines(
     assert out["confidence"] == pytest.approx(expected)
 
 
+def test_the_answer_shows_what_its_own_round_read(qa_deps: Deps) -> None:
+    """`ask`'s text output lists the focused passages of the round whose answer was kept
+    (round 1 here: round 2 left the reader no surer), word for word as in that prompt."""
+    from mindscape.commands.ask import read_passages, render_text
+    from mindscape.llm import LLMSettings
+
+    chat = _reader(0.3, 0.2)
+    deps = Deps(
+        store=qa_deps.store,
+        embedder=qa_deps.embedder,
+        chat=chat,
+        llm_settings=LLMSettings(backend="local"),
+    )
+    out = app_for(deps).invoke(
+        {"question": Q, "doc_id": QA_DOC},
+        cfg("shows-read"),
+        context=Context(preset="mindscape", max_rounds=3),
+    )
+    assert out["answer_round"] == 1 and out["rounds"] == 2
+    read = read_passages(out)
+    assert read and all(p in chat.prompts[0] for p in read)
+    assert not any(p in chat.prompts[1] for p in read)  # a refining round reads new sentences
+    text = render_text(out)
+    assert "Read by the answer (round 1, best first):" in text
+    assert all(f"  · {p[:100]}" in text for p in read)
+
+
 def test_llm_run_refines_twice_then_answers(qa_deps: Deps) -> None:
     script = QAScript(answer="two white pigeons", refuse=2)
     deps = llm_deps(qa_deps, script)

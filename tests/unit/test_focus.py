@@ -273,6 +273,16 @@ def test_the_demo_judges_answers_by_the_references_key_words() -> None:
     assert not is_right("He danced with her", ["slipper", "shoe"])
 
 
+def test_a_passage_read_is_shown_on_one_line_with_its_end() -> None:
+    from mindscape.commands.ask import clip
+
+    assert clip("The bird\n  threw down a dress.", 200) == "The bird threw down a dress."
+    long = " ".join(f"w{n}" for n in range(200))
+    shown = clip(long, 100)
+    assert shown.startswith(long[:100]) and shown.endswith(long[-50:]) and " … " in shown
+    assert len(shown) == 100 + 3 + 50
+
+
 def test_option_scoring_takes_the_likeliest_letter_in_one_token() -> None:
     from langchain_core.messages import AIMessage
 

@@ -30,7 +30,7 @@ from mindscape.commands.common import (
 )
 from mindscape.errors import MindscapeError, StoreError
 from mindscape.presets import PRESET_NAMES
-from mindscape.state import QAInput
+from mindscape.state import QAInput, answer_step
 
 if TYPE_CHECKING:
     from mindscape.memory.store import MemoryStore
@@ -125,12 +125,30 @@ def render_text(out: dict[str, Any]) -> str:
         lines.append(
             f"  [{e['layer']} {', '.join(e['chunk_ids'][:3])}{'…' if len(e['chunk_ids']) > 3 else ''}] {text[:200]}"
         )
+    read = read_passages(out)
+    if read:
+        lines.append(f"Read by the answer (round {out.get('answer_round', 0)}, best first):")
+        lines.extend(f"  · {clip(p, 200)}" for p in read)
     books = Counter(e["doc_id"] for e in out.get("evidence") or [] if e.get("doc_id"))
     if books:
         lines.append("Books: " + ", ".join(f"{b} ({n})" for b, n in books.most_common()))
     if out.get("signature"):
         lines.append("Signature: " + ", ".join(s["unit_id"] for s in out["signature"]))
     return "\n".join(lines)
+
+
+def read_passages(out: dict[str, Any]) -> list[str]:
+    """The focused passages the answer's own attempt read, word for word (empty when the
+    answerer read whole passages: the extractive reasoner, ``focus_tokens=0``)."""
+    step = answer_step(out)
+    return list(step.get("passages") or []) if step else []
+
+
+def clip(text: str, n: int) -> str:
+    """``text`` on one line: its first ``n`` characters and, when longer, its last ``n // 2``
+    (a focused passage's answer is often near its end)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= n + n // 2 + 5 else f"{flat[:n]} … {flat[-(n // 2) :]}"
 
 
 def _event_line(event: dict[str, Any]) -> str:

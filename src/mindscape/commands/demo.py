@@ -2,7 +2,8 @@
 
 Answers come from the local model when it is installed (``make demo`` installs it), else
 from the extractive reasoner; every answer shows the reference answer, whether it is right,
-its evidence, LLM calls, input tokens and seconds. An answer counts as right when it names
+what the answerer read (the focused passages; the top evidence for the extractive reasoner),
+LLM calls, input tokens and seconds. An answer counts as right when it names
 one of the reference's key words (``accept`` in ``data/demo.json``).
 """
 
@@ -15,6 +16,7 @@ import time
 from importlib import resources
 from typing import Any
 
+from mindscape.commands.ask import clip, read_passages
 from mindscape.commands.common import (
     add_command,
     add_context_option,
@@ -133,6 +135,11 @@ def _print_answer(
         f"   rounds {out['rounds']}, confidence {out.get('confidence', 0):.2f}, "
         f"LLM calls {out['llm_calls']}, input tokens {out.get('tokens_in', 0)}, {seconds:.1f}s"
     )
+    read = read_passages(out)
+    if read:  # an LLM answerer read focused passages: show those, not the retrieved chunks
+        print(f"   read ({len(read)} passage{'s' if len(read) != 1 else ''}, best first):")
+        for passage in read[:top]:
+            print(f"   · {clip(passage, 200)}")
+        return
     for ev in (out.get("evidence") or [])[:top]:
-        passage = " ".join(ev["text"].split())
-        print(f"   [{ev['layer']} {', '.join(ev['chunk_ids'][:3])}] {passage[:200]}")
+        print(f"   [{ev['layer']} {', '.join(ev['chunk_ids'][:3])}] {clip(ev['text'], 200)}")

@@ -30,6 +30,7 @@ from mindscape.eval.bench import (
     load_questions,
     system_view,
 )
+from mindscape.state import answer_step
 
 if TYPE_CHECKING:
     from mindscape.llm import LLMSettings
@@ -248,11 +249,8 @@ def record(
 
 def answer_read(output: dict[str, Any]) -> list[str]:
     """Unit ids the answer's own attempt read (from its round of the trace)."""
-    round_ = output.get("answer_round")
-    for step in output.get("trace") or []:
-        if step.get("round") == round_:
-            return list(step.get("read") or [])
-    return []
+    step = answer_step(output)
+    return list(step.get("read") or []) if step else []
 
 
 def graph_answer_fn(settings: EvalSettings) -> AnswerFn:
