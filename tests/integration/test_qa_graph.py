@@ -236,6 +236,25 @@ def _reader(*certainties: float) -> ScriptedChatModel:
     return ScriptedChatModel(responses=[reply(c) for c in certainties])
 
 
+def _ask_locally(
+    qa_deps: Deps, chat: ScriptedChatModel, thread: str, certainty: bool = True
+) -> dict[str, Any]:
+    """`mindscape` (three rounds at most) with ``chat`` as the local reader."""
+    from mindscape.llm import LLMSettings
+
+    deps = Deps(
+        store=qa_deps.store,
+        embedder=qa_deps.embedder,
+        chat=chat,
+        llm_settings=LLMSettings(backend="local"),
+    )
+    return app_for(deps).invoke(
+        {"question": Q, "doc_id": QA_DOC},
+        cfg(thread),
+        context=Context(preset="mindscape", certainty=certainty, max_rounds=3),
+    )
+
+
 @pytest.mark.parametrize(
     "certainties,certainty,rounds,kept,stop",
     [
@@ -249,20 +268,8 @@ def _reader(*certainties: float) -> ScriptedChatModel:
 def test_an_unsure_local_reader_refines(
     qa_deps: Deps, certainties: tuple, certainty: bool, rounds: int, kept: int, stop: str
 ) -> None:
-    from mindscape.llm import LLMSettings
-
     chat = _reader(*certainties)
-    deps = Deps(
-        store=qa_deps.store,
-        embedder=qa_deps.embedder,
-        chat=chat,
-        llm_settings=LLMSettings(backend="local"),
-    )
-    out = app_for(deps).invoke(
-        {"question": Q, "doc_id": QA_DOC},
-        cfg(f"certainty-{certainties}-{certainty}"),
-        context=Context(preset="mindscape", certainty=certainty, max_rounds=3),
-    )
+    out = _ask_locally(qa_deps, chat, f"certainty-{certainties}-{certainty}", certainty)
     assert out["rounds"] == rounds and len(chat.prompts) == rounds
     assert out["stop_reason"] == stop
     answers = [step["answer"] for step in out["trace"]]
@@ -275,20 +282,9 @@ def test_the_answer_shows_what_its_own_round_read(qa_deps: Deps) -> None:
     """`ask`'s text output lists the focused passages of the round whose answer was kept
     (round 1 here: round 2 left the reader no surer), word for word as in that prompt."""
     from mindscape.commands.ask import read_passages, render_text
-    from mindscape.llm import LLMSettings
 
     chat = _reader(0.3, 0.2)
-    deps = Deps(
-        store=qa_deps.store,
-        embedder=qa_deps.embedder,
-        chat=chat,
-        llm_settings=LLMSettings(backend="local"),
-    )
-    out = app_for(deps).invoke(
-        {"question": Q, "doc_id": QA_DOC},
-        cfg("shows-read"),
-        context=Context(preset="mindscape", max_rounds=3),
-    )
+    out = _ask_locally(qa_deps, chat, "shows-read")
     assert out["answer_round"] == 1 and out["rounds"] == 2
     read = read_passages(out)
     assert read and all(p in chat.prompts[0] for p in read)
