@@ -290,7 +290,7 @@ def test_the_answer_shows_what_its_own_round_read(qa_deps: Deps) -> None:
     assert read and all(p in chat.prompts[0] for p in read)
     assert not any(p in chat.prompts[1] for p in read)  # a refining round reads new sentences
     text = render_text(out)
-    assert "Read by the answer (round 1, best first):" in text
+    assert "Read by the answer (round 1):" in text
     assert all(f"  · {p[:100]}" in text for p in read)
 
 

@@ -127,7 +127,7 @@ def render_text(out: dict[str, Any]) -> str:
         )
     read = read_passages(out)
     if read:
-        lines.append(f"Read by the answer (round {out.get('answer_round', 0)}, best first):")
+        lines.append(f"Read by the answer (round {out.get('answer_round', 0)}):")
         lines.extend(f"  · {clip(p, 200)}" for p in read)
     books = Counter(e["doc_id"] for e in out.get("evidence") or [] if e.get("doc_id"))
     if books:

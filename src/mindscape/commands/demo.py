@@ -137,7 +137,7 @@ def _print_answer(
     )
     read = read_passages(out)
     if read:  # an LLM answerer read focused passages: show those, not the retrieved chunks
-        print(f"   read ({len(read)} passage{'s' if len(read) != 1 else ''}, best first):")
+        print(f"   read ({len(read)} passage{'s' if len(read) != 1 else ''}):")
         for passage in read[:top]:
             print(f"   · {clip(passage, 200)}")
         return
