@@ -241,6 +241,15 @@ class Context:
         ),
     )
     focus_window: int = field(default=2, metadata=_d("Focused reading: sentences either side."))
+    evidence_ranker: Literal["learned", "fused"] = field(
+        default="learned",
+        metadata=_d(
+            "What orders the focused reader's candidate sentences: the learned cross-encoder "
+            "(trained on FairytaleQA train stories; falls back to fused with a warning when its "
+            "files are missing) or the fused ranking (cosine, BM25 and chunk rank by reciprocal "
+            "rank fusion)."
+        ),
+    )
     focus_windows: int = field(
         default=2,
         metadata=_d(

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from mindscape.memory.store import MemoryStore
     from mindscape.memory.types import MemoryRetriever
     from mindscape.reasoners.base import Reasoner
+    from mindscape.reasoners.rankers import Ranker
 
 logger = logging.getLogger(__name__)
 _LOCK = threading.RLock()
@@ -141,6 +142,9 @@ class Deps:
     """A chat model for the LLM roles; default built from `llm_settings` when needed."""
     llm_settings: LLMSettings | None = None
     """Default: `LLMSettings.from_env()`."""
+    ranker: Ranker | None = None
+    """Orders the focused reader's candidates; default from ``Context.evidence_ranker``
+    (:func:`mindscape.reasoners.rankers.load_ranker`)."""
     usage: Usage = field(default_factory=Usage)
     """Ledger of every LLM call made through these deps (all runs, per role)."""
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -289,4 +293,13 @@ class Deps:
             passage_tokens=int(ctx.resolved().llm_passage_tokens or 0),
             roles=run_roles(ctx.llm_roles, local=choice.local),
             option_scoring=ctx.mc_scoring == "logprob",
+            ranker=self.get_ranker(ctx) if self.llm_answers(ctx) else None,
         )
+
+    def get_ranker(self, ctx: Context) -> Ranker:
+        """The evidence ranker: injected, else ``ctx.evidence_ranker`` (loaded once)."""
+        if self.ranker is not None:
+            return self.ranker
+        from mindscape.reasoners.rankers import load_ranker
+
+        return load_ranker(ctx.evidence_ranker)

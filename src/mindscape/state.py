@@ -157,6 +157,8 @@ class Attempt(TypedDict):
     """Unit ids of the passages the answerer read (after its own token budget)."""
     passages: NotRequired[list[str]]
     """The focused passages an LLM answerer read, word for word (empty without focus)."""
+    ranker: NotRequired[str]
+    """Which evidence ranker ordered the focused passages (``learned`` or ``fused``)."""
 
 
 class UpdateNote(TypedDict):
@@ -200,6 +202,8 @@ class TraceStep(TypedDict):
     """Unit ids of the passages this round's answer read."""
     passages: NotRequired[list[str]]
     """The focused passages this round's answer read, word for word (LLM answerers)."""
+    ranker: NotRequired[str]
+    """Which evidence ranker ordered those passages (``learned`` or ``fused``)."""
 
 
 # --------------------------------------------------------------------------- reducers

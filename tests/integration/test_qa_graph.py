@@ -290,8 +290,36 @@ def test_the_answer_shows_what_its_own_round_read(qa_deps: Deps) -> None:
     assert read and all(p in chat.prompts[0] for p in read)
     assert not any(p in chat.prompts[1] for p in read)  # a refining round reads new sentences
     text = render_text(out)
-    assert "Read by the answer (round 1):" in text
+    assert "Read by the answer (round 1, ordered by the learned ranker):" in text
     assert all(f"  · {p[:100]}" in text for p in read)
+
+
+def test_the_learned_ranker_orders_what_the_local_reader_reads(qa_deps: Deps) -> None:
+    """By default the shipped cross-encoder orders the focus candidates, and the run says
+    so; ``evidence_ranker="fused"`` reads the fused order. On this question the two differ:
+    the learned ranker puts the sentence where the pigeons come to help first."""
+    from mindscape.llm import LLMSettings
+
+    def first_read(ranker: str) -> tuple[str, str]:
+        chat = _reader(0.9)
+        deps = Deps(
+            store=qa_deps.store,
+            embedder=qa_deps.embedder,
+            chat=chat,
+            llm_settings=LLMSettings(backend="local"),
+        )
+        out = app_for(deps).invoke(
+            {"question": Q, "doc_id": QA_DOC},
+            cfg(f"ranker-{ranker}"),
+            context=Context(preset="naive", evidence_ranker=ranker),
+        )
+        step = out["trace"][0]
+        return step["ranker"], step["passages"][0]
+
+    learned, fused = first_read("learned"), first_read("fused")
+    assert learned[0] == "learned" and fused[0] == "fused"
+    assert "pigeons" in learned[1].lower()
+    assert learned[1] != fused[1]
 
 
 def test_llm_run_refines_twice_then_answers(qa_deps: Deps) -> None:

@@ -134,6 +134,8 @@ def trace_step(state: QAState, latest: Attempt | None, outcome: Outcome, calls: 
     )
     if latest and latest.get("passages"):
         step["passages"] = list(latest["passages"])
+    if latest and latest.get("ranker"):
+        step["ranker"] = latest["ranker"]
     return step
 
 

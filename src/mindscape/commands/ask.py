@@ -30,6 +30,7 @@ from mindscape.commands.common import (
 )
 from mindscape.errors import MindscapeError, StoreError
 from mindscape.presets import PRESET_NAMES
+from mindscape.reasoners.rankers import RANKER_NAMES
 from mindscape.state import QAInput, answer_step
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_context_option(p, "preset", choices=PRESET_NAMES)
     add_context_option(p, "max_rounds", type=int)
     add_context_option(p, "max_llm_calls", type=int)
+    add_context_option(p, "evidence_ranker", choices=RANKER_NAMES)
     add_context_option(p, "query_rewrite", "--rewrite", action=argparse.BooleanOptionalAction)
     add_context_option(
         p, "llm_roles", metavar="ROLES", type=_roles, help="comma-separated, e.g. answer,update."
@@ -127,7 +129,10 @@ def render_text(out: dict[str, Any]) -> str:
         )
     read = read_passages(out)
     if read:
-        lines.append(f"Read by the answer (round {out.get('answer_round', 0)}):")
+        step = answer_step(out)
+        ranker = step.get("ranker") if step else None
+        by = f", ordered by the {ranker} ranker" if ranker else ""
+        lines.append(f"Read by the answer (round {out.get('answer_round', 0)}{by}):")
         lines.extend(f"  · {clip(p, 200)}" for p in read)
     books = Counter(e["doc_id"] for e in out.get("evidence") or [] if e.get("doc_id"))
     if books:

@@ -26,6 +26,7 @@ from mindscape.commands.common import (
     settings_from_args,
 )
 from mindscape.presets import PRESET_NAMES
+from mindscape.state import answer_step
 
 DEMO_STORE = ".mindscape/demo-store"
 """The demo's own store, apart from the one `index` and `ask` use by default."""
@@ -137,7 +138,9 @@ def _print_answer(
     )
     read = read_passages(out)
     if read:  # an LLM answerer read focused passages: show those, not the retrieved chunks
-        print(f"   read ({len(read)} passage{'s' if len(read) != 1 else ''}):")
+        step = answer_step(out)
+        by = f", ordered by the {step['ranker']} ranker" if step and step.get("ranker") else ""
+        print(f"   read ({len(read)} passage{'s' if len(read) != 1 else ''}{by}):")
         for passage in read[:top]:
             print(f"   · {clip(passage, 200)}")
         return

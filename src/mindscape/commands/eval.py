@@ -9,8 +9,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mindscape.commands.common import LLM_CHOICES, add_command, add_quiet_option
+from mindscape.commands.common import (
+    LLM_CHOICES,
+    add_command,
+    add_context_option,
+    add_quiet_option,
+    context_values,
+)
 from mindscape.errors import MindscapeError
+from mindscape.reasoners.rankers import RANKER_NAMES
 
 if TYPE_CHECKING:
     from mindscape.deps import BackendChoice
@@ -63,6 +70,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--pooled", action="store_true", help="one store for all documents of the split (series)"
     )
     p.add_argument("--index-only", action="store_true", help="build the stores, answer nothing")
+    add_context_option(p, "evidence_ranker", choices=RANKER_NAMES)
 
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
@@ -167,6 +175,7 @@ def _eval_settings(
         stores=Path(args.stores),
         progress=not args.quiet,
         llm=llm,
+        context=context_values(args),
         extra={
             "command": " ".join(["mindscape", *sys.argv[1:]]),
             "code_version": code_version(),

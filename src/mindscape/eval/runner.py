@@ -60,6 +60,8 @@ class EvalSettings:
     progress: bool = True
     llm: LLMSettings | None = None
     """The LLM settings the answers use (None: from the environment, when first needed)."""
+    context: dict[str, Any] = field(default_factory=dict)
+    """Context fields every answer runs with, over the preset's (``--evidence-ranker``)."""
     extra: dict[str, Any] = field(default_factory=dict)
     pool_key: str = ""
     """``--pooled``: the hash of the pooled documents (:func:`pooled`), part of the store's
@@ -262,7 +264,7 @@ def graph_answer_fn(settings: EvalSettings) -> AnswerFn:
     deps = Deps(llm_settings=settings.llm)
 
     def answer(view: dict[str, Any], preset: str, store: Path) -> dict[str, Any]:
-        return answer_question(view, preset=preset, store=str(store), deps=deps)
+        return answer_question(view, preset=preset, store=str(store), deps=deps, **settings.context)
 
     return answer
 
@@ -292,6 +294,7 @@ def _settings_dict(s: EvalSettings) -> dict[str, Any]:
         "seed": s.seed,
         "concurrency": s.concurrency,
         "pooled": s.pooled,
+        **({"context": s.context} if s.context else {}),
         **{k: v for k, v in s.extra.items() if k != "command"},
     }
 

@@ -8,10 +8,10 @@ set built here from them:
 1. **candidates**: the sentences of the retrieved source chunks (veridical hits), each with
    the retrieval rank of its chunk; sentences the question's earlier attempts already read
    are left out, so a refining round reads new evidence, not a longer prompt;
-2. **ranking**: each candidate is ranked three ways, by cosine to the question (sentence
-   vectors, mostly from the index cache), by BM25 over the candidates, and by its chunk's
-   retrieval rank (which carries the signature and the hybrid score); the three ranks are
-   fused by reciprocal rank fusion, which has no weight to tune;
+2. **ranking**: a ranker (:mod:`mindscape.reasoners.rankers`) scores the candidates: the
+   learned cross-encoder by default, or the fused ranking (cosine to the question from the
+   index's sentence vectors, BM25 over the candidates and the chunk's retrieval rank, which
+   carries the signature and the hybrid score, fused by reciprocal rank fusion);
 3. **windows**: best first, a sentence brings ``window`` sentences either side (across a
    chunk boundary when the neighbouring chunk is in the store); overlapping windows merge;
    a window that does not fit the token budget shrinks, down to the sentence alone;
@@ -30,16 +30,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from mindscape.memory.ranking import BM25Index
 from mindscape.memory.sentence_split import split_sentences
+from mindscape.reasoners.rankers import Candidate, FusedRanker, Ranker
 from mindscape.state import EvidenceItem
 
 FOCUS_TOKENS = 600
 """Default budget of the focused set, in cl100k tokens (the measured sweet spot: 330–600)."""
 FOCUS_WINDOW = 2
 """Default neighbours read either side of a chosen sentence."""
-RRF_K = 60
-"""The usual reciprocal-rank-fusion constant."""
 
 
 class ChunkSource(Protocol):
@@ -140,25 +138,51 @@ def _adjacent(a: _Sentence, b: _Sentence) -> bool:
     return a.key[0] == b.key[0] and abs(a.order - b.order) <= 1
 
 
-def _fused_order(
+def _candidate(table: list[_Sentence], n: int, cosine: float | None) -> Candidate:
+    """The candidate at position ``n`` with its story neighbours (up to two either side)."""
+    s = table[n]
+    before = [table[p].text for p in _grow(table, n, 2, 0) if p != n]
+    after = [table[p].text for p in _grow(table, n, 0, 2) if p != n]
+    return Candidate(
+        text=s.text,
+        chunk_rank=s.rank or 0,
+        before=tuple(before),
+        after=tuple(after),
+        cosine=cosine,
+        doc_id=s.key[0],
+        start=s.key[1],
+        end=s.end,
+    )
+
+
+@dataclass
+class Pool:
+    """The focus candidates of one attempt: the sentence table (candidates and their
+    neighbours, in story order) and the candidates' positions in it."""
+
+    table: list[_Sentence]
+    positions: list[int]
+    candidates: list[Candidate]
+
+
+def candidates(
     question: str,
-    table: list[_Sentence],
-    cands: list[int],
-    embed: Callable[[str, list[str]], np.ndarray] | None,
-) -> list[tuple[int, float]]:
-    """Candidate positions with their fused scores, best first: reciprocal rank fusion
-    (``Σ 1/(60 + rank)``) of the chunk's retrieval rank (shared by its sentences), the BM25
-    rank (sentences sharing a term with the question only) and the cosine rank."""
-    texts = [table[n].text for n in cands]
-    score = {n: 1.0 / (RRF_K + 1 + (table[n].rank or 0)) for n in cands}
-    bm25 = BM25Index(texts).scores(question)
-    votes = [[i for i in np.argsort(-bm25, kind="stable") if bm25[i] > 0]]
-    if embed is not None:
-        votes.append(list(np.argsort(-np.asarray(embed(question, texts)), kind="stable")))
-    for order in votes:
-        for rank, i in enumerate(order, start=1):
-            score[cands[i]] += 1.0 / (RRF_K + rank)
-    return sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))
+    hits: Sequence[EvidenceItem],
+    *,
+    chunks: ChunkSource | None = None,
+    embed: Callable[[str, list[str]], np.ndarray] | None = None,
+    seen: Sequence[str] = (),
+) -> Pool:
+    """The focus candidates for ``question``: the sentences of the veridical ``hits`` that
+    earlier attempts did not read (``seen``), with their cosines when ``embed`` is given."""
+    chunk_hits = [h for h in hits if h["layer"] == "veridical"]
+    table, cands = _table(chunk_hits, chunks)
+    read = " ".join(" ".join(t.split()) for t in seen)
+    cands = [n for n in cands if table[n].text not in read]
+    cos: list[float | None] = [None] * len(cands)
+    if embed is not None and cands:
+        cos = [float(x) for x in np.asarray(embed(question, [table[n].text for n in cands]))]
+    return Pool(table, cands, [_candidate(table, n, c) for n, c in zip(cands, cos, strict=True)])
 
 
 def _grow(table: list[_Sentence], n: int, before: int, after: int) -> list[int]:
@@ -190,6 +214,7 @@ def focus(
     embed: Callable[[str, list[str]], np.ndarray] | None = None,
     count: Callable[[str], int],
     seen: Sequence[str] = (),
+    ranker: Ranker | None = None,
 ) -> list[EvidenceItem]:
     """The focused passages for ``question`` from the retrieved ``hits``, in story order.
 
@@ -201,19 +226,36 @@ def focus(
         embed: ``(question, sentences) -> cosines``; None ranks by BM25 and chunk rank only.
         count: tokens of a text.
         seen: texts read by earlier attempts; their sentences are not candidates again.
+        ranker: orders the candidates (:mod:`mindscape.reasoners.rankers`); default fused.
 
     Returns:
         One evidence item per merged window: ``unit_id`` and ``chunk_ids`` name the source
-        chunks it comes from, ``score`` is its best sentence's fused score.
+        chunks it comes from, ``score`` is its best sentence's score.
     """
-    chunk_hits = [h for h in hits if h["layer"] == "veridical"]
-    table, cands = _table(chunk_hits, chunks)
-    read = " ".join(" ".join(t.split()) for t in seen)
-    cands = [n for n in cands if table[n].text not in read]
-    if not cands:
+    pool = candidates(question, hits, chunks=chunks, embed=embed, seen=seen)
+    return select(pool, rank(pool, question, ranker), budget=budget, window=window, count=count)
+
+
+def rank(pool: Pool, question: str, ranker: Ranker | None = None) -> list[tuple[int, float]]:
+    """The pool's table positions with their scores, best first (ties: story order)."""
+    scores = (ranker or FusedRanker()).scores(question, pool.candidates)
+    return sorted(zip(pool.positions, scores, strict=True), key=lambda kv: (-kv[1], kv[0]))
+
+
+def select(
+    pool: Pool,
+    ranked: list[tuple[int, float]],
+    *,
+    budget: int = FOCUS_TOKENS,
+    window: int = FOCUS_WINDOW,
+    count: Callable[[str], int],
+) -> list[EvidenceItem]:
+    """Windows around the ranked sentences, best first, while they fit ``budget``; merged
+    and returned in story order."""
+    table = pool.table
+    if not ranked:
         return []
     tokens = [count(s.text) + 1 for s in table]
-    ranked = _fused_order(question, table, cands, embed)
     score = dict(ranked)
     chosen: set[int] = set()
     used = 0

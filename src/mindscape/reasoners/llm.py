@@ -47,6 +47,7 @@ from mindscape.reasoners.prompting import (
     render_probe,
     render_update,
 )
+from mindscape.reasoners.rankers import FusedRanker, Ranker
 from mindscape.reasoners.replies import (
     block_cues,
     grounded_attempt,
@@ -91,6 +92,7 @@ class LLMReasoner:
         passage_tokens: int,
         roles: list[str] | tuple[str, ...] = LLM_ROLES,
         option_scoring: bool = False,
+        ranker: Ranker | None = None,
     ) -> None:
         self.chat = chat
         self.roles = frozenset(roles)
@@ -106,6 +108,8 @@ class LLMReasoner:
         """Multiple choice with the plain prompt: pick the option whose letter the reply's
         first token most likely is (one output token, from the endpoint's log-probabilities)
         instead of reading the generated reply."""
+        self.ranker = ranker or FusedRanker()
+        """Orders the focused reader's candidate sentences."""
 
     def _llm(self, usage: Usage) -> LLM:
         return LLM(self.chat, settings=self.settings, cache=self.cache, usage=usage)
@@ -168,7 +172,10 @@ class LLMReasoner:
         if self.settings.backend == "local":  # a small model: one focused passage, plain words
             best = focus.best_windows(focused, req.focus_windows)
             shown = best or in_order(req.passages, max(200, req.focus_tokens or 600))
-            return self.plain_answer(req, shown, usage)
+            attempt = self.plain_answer(req, shown, usage)
+            if best:
+                attempt["ranker"] = self.ranker.name
+            return attempt
         prompt, shown = render_answer(req, focused, self.passage_tokens)
         out = self._ask(usage, prompt, ANSWER)
         if out is None:
@@ -177,6 +184,7 @@ class LLMReasoner:
         attempt = grounded_attempt(req, shown, out, reasoner=self.name)
         if focused:
             attempt["passages"] = [p["text"] for p in focused]
+            attempt["ranker"] = self.ranker.name
         return attempt
 
     def _focus(self, req: AnswerRequest) -> list[EvidenceItem]:
@@ -198,6 +206,7 @@ class LLMReasoner:
             embed=cosines,
             count=default_counter().count,
             seen=req.seen,
+            ranker=self.ranker,
         )
 
     def plain_answer(self, req: AnswerRequest, shown: list[EvidenceItem], usage: Usage) -> Attempt:
