@@ -16,8 +16,8 @@ from mindscape.reasoners.rankers import (
     RANKER_DIR,
     Candidate,
     FusedRanker,
-    check_files,
     LearnedRanker,
+    check_files,
     features,
     load_ranker,
 )
