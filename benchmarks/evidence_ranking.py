@@ -255,5 +255,7 @@ def main() -> None:
     print(json.dumps(summary))
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # run through the module, so pickled pools name it, not __main__
+    import evidence_ranking
+
+    evidence_ranking.main()

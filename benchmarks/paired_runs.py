@@ -19,16 +19,7 @@ from typing import Any
 import numpy as np
 from common import paired_points
 
-
-def load(path: str) -> dict[tuple[str, str], dict[str, Any]]:
-    """``(preset, qid) -> record`` of one results file."""
-    out = {}
-    for line in Path(path).read_text().splitlines():
-        if line.strip():
-            r = json.loads(line)
-            out[(r["preset"], r["qid"])] = r
-    return out
-
+from mindscape.eval.runner import load_done
 
 HEADLINES = ("accuracy", "claim_correct", "f1")
 """A record's headline metric: the first of these it has (multiple choice, claims, open QA)."""
@@ -47,7 +38,7 @@ def main() -> None:
     ap.add_argument("a", help="results.jsonl of the changed run")
     ap.add_argument("b", help="results.jsonl of the baseline run")
     args = ap.parse_args()
-    a, b = load(args.a), load(args.b)
+    a, b = load_done(Path(args.a)), load_done(Path(args.b))
     summary: dict[str, Any] = {}
     for preset in sorted({p for p, _ in a} & {p for p, _ in b}):
         keys = sorted(k for k in a if k[0] == preset and k in b)

@@ -32,7 +32,6 @@ import hashlib
 import json
 import pickle
 import random
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -237,7 +236,6 @@ def main() -> None:
     ap.add_argument("--no-eval", action="store_true", help="skip the dev figures")
     args = ap.parse_args()
     limit_threads(args.threads)
-    sys.modules["__main__"].Captured = Captured  # type: ignore[attr-defined]  # older pickles
     questions, caps = train_pools(args)
     t0 = time.perf_counter()
     out = Path(args.out)

@@ -244,9 +244,9 @@ class Context:
     evidence_ranker: Literal["learned", "fused"] = field(
         default="learned",
         metadata=_d(
-            "What orders the focused reader's candidate sentences: the learned cross-encoder "
-            "(trained on FairytaleQA train stories; falls back to fused with a warning when its "
-            "files are missing) or the fused ranking (cosine, BM25 and chunk rank by reciprocal "
+            "What orders the focused reader's candidate sentences: the learned ranker "
+            "(gradient-boosted trees trained on FairytaleQA train stories; falls back to fused "
+            "with a warning when its files are missing or damaged) or the fused ranking (cosine, BM25 and chunk rank by reciprocal "
             "rank fusion)."
         ),
     )

@@ -285,15 +285,16 @@ class Deps:
 
         chat = self.get_chat()
         settings = self.llm_settings or LLMSettings(backend="openai")
+        roles = run_roles(ctx.llm_roles, local=choice.local)
         return LLMReasoner(
             chat,
             offline,
             settings=settings,
             shared=self._cache,
             passage_tokens=int(ctx.resolved().llm_passage_tokens or 0),
-            roles=run_roles(ctx.llm_roles, local=choice.local),
+            roles=roles,
             option_scoring=ctx.mc_scoring == "logprob",
-            ranker=self.get_ranker(ctx) if self.llm_answers(ctx) else None,
+            ranker=self.get_ranker(ctx) if "answer" in roles else None,
         )
 
     def get_ranker(self, ctx: Context) -> Ranker:

@@ -129,10 +129,7 @@ def render_text(out: dict[str, Any]) -> str:
         )
     read = read_passages(out)
     if read:
-        step = answer_step(out)
-        ranker = step.get("ranker") if step else None
-        by = f", ordered by the {ranker} ranker" if ranker else ""
-        lines.append(f"Read by the answer (round {out.get('answer_round', 0)}{by}):")
+        lines.append(f"Read by the answer (round {out.get('answer_round', 0)}{ordered_by(out)}):")
         lines.extend(f"  · {clip(p, 200)}" for p in read)
     books = Counter(e["doc_id"] for e in out.get("evidence") or [] if e.get("doc_id"))
     if books:
@@ -140,6 +137,14 @@ def render_text(out: dict[str, Any]) -> str:
     if out.get("signature"):
         lines.append("Signature: " + ", ".join(s["unit_id"] for s in out["signature"]))
     return "\n".join(lines)
+
+
+def ordered_by(out: dict[str, Any]) -> str:
+    """``", ordered by the learned ranker"`` when the answer's round recorded its evidence
+    ranker, else nothing."""
+    step = answer_step(out)
+    ranker = step.get("ranker") if step else None
+    return f", ordered by the {ranker} ranker" if ranker else ""
 
 
 def read_passages(out: dict[str, Any]) -> list[str]:

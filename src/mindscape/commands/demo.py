@@ -16,7 +16,7 @@ import time
 from importlib import resources
 from typing import Any
 
-from mindscape.commands.ask import clip, read_passages
+from mindscape.commands.ask import clip, ordered_by, read_passages
 from mindscape.commands.common import (
     add_command,
     add_context_option,
@@ -26,7 +26,6 @@ from mindscape.commands.common import (
     settings_from_args,
 )
 from mindscape.presets import PRESET_NAMES
-from mindscape.state import answer_step
 
 DEMO_STORE = ".mindscape/demo-store"
 """The demo's own store, apart from the one `index` and `ask` use by default."""
@@ -138,9 +137,8 @@ def _print_answer(
     )
     read = read_passages(out)
     if read:  # an LLM answerer read focused passages: show those, not the retrieved chunks
-        step = answer_step(out)
-        by = f", ordered by the {step['ranker']} ranker" if step and step.get("ranker") else ""
-        print(f"   read ({len(read)} passage{'s' if len(read) != 1 else ''}{by}):")
+        plural = "s" if len(read) != 1 else ""
+        print(f"   read ({len(read)} passage{plural}{ordered_by(out)}):")
         for passage in read[:top]:
             print(f"   · {clip(passage, 200)}")
         return

@@ -9,7 +9,7 @@ set built here from them:
    the retrieval rank of its chunk; sentences the question's earlier attempts already read
    are left out, so a refining round reads new evidence, not a longer prompt;
 2. **ranking**: a ranker (:mod:`mindscape.reasoners.rankers`) scores the candidates: the
-   learned cross-encoder by default, or the fused ranking (cosine to the question from the
+   learned ranker by default, or the fused ranking (cosine to the question from the
    index's sentence vectors, BM25 over the candidates and the chunk's retrieval rank, which
    carries the signature and the hybrid score, fused by reciprocal rank fusion);
 3. **windows**: best first, a sentence brings ``window`` sentences either side (across a

@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 RRF_K = 60
 """The usual reciprocal-rank-fusion constant."""
 RANKER_DIR = Path(__file__).resolve().parent.parent / "data" / "ranker"
-"""Where the shipped learned ranker lives (weights, tokenizer, sha256 manifest, model card)."""
+"""Where the shipped learned ranker lives (model, sha256 manifest, model card)."""
 MANIFEST = "manifest.json"
 MODEL_FILE = "model.pkl"
 RANKER_NAMES = ("fused", "learned")
@@ -83,10 +83,14 @@ class FusedRanker:
     name = "fused"
 
     def scores(self, question: str, cands: Sequence[Candidate]) -> list[float]:
-        score = [1.0 / (RRF_K + 1 + c.chunk_rank) for c in cands]
         if not cands:
-            return score
-        bm25 = BM25Index([c.text for c in cands]).scores(question)
+            return []
+        return self.fuse(cands, BM25Index([c.text for c in cands]).scores(question))
+
+    @staticmethod
+    def fuse(cands: Sequence[Candidate], bm25: np.ndarray) -> list[float]:
+        """The fused scores, given the candidates' BM25 scores for the question."""
+        score = [1.0 / (RRF_K + 1 + c.chunk_rank) for c in cands]
         votes = [[i for i in np.argsort(-bm25, kind="stable") if bm25[i] > 0]]
         if all(c.cosine is not None for c in cands):
             cos = np.asarray([c.cosine for c in cands], dtype=np.float64)
@@ -118,7 +122,7 @@ def features(question: str, cands: Sequence[Candidate]) -> np.ndarray:
     n = len(cands)
     bm25 = np.asarray(BM25Index([c.text for c in cands]).scores(question), dtype=float)
     cos = np.asarray([c.cosine or 0.0 for c in cands], dtype=float)
-    fused = np.asarray(FusedRanker().scores(question, cands))
+    fused = np.asarray(FusedRanker.fuse(cands, bm25))
     by_text = {c.text: i for i, c in enumerate(cands)}
     qwords = content_words(question)
     names = {w.lower() for w in _NAME.findall(question)[1:]}
