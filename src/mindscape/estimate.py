@@ -152,7 +152,7 @@ def config_cost(
         shape["tokens"] += counter.count_long(text)
         wins = windows(n, config.window)
         shape["sessions"] += len(wins)
-        _summaries_cost(cost, parts, toks, wins, fixed, config.summary_tokens)
+        _summaries_cost(cost, parts, toks, wins, fixed, config)
         doc = _layout_doc(doc_id, text, chunks)
         for sec in sections(
             doc, window=config.window, max_section_chunks=config.max_section_chunks
@@ -180,15 +180,18 @@ def _summaries_cost(
     toks: list[int],
     wins: list[range],
     fixed: _Fixed,
-    summary_tokens: int,
+    config: IndexConfig,
 ) -> None:
     """Count one document's episodic (a call per session) and semantic summaries (a call per
-    cluster, :data:`CHUNKS_PER_CLUSTER` chunks to a cluster)."""
+    cluster, :data:`CHUNKS_PER_CLUSTER` chunks to a cluster); a summary reads at most
+    ``config.summary_input_tokens`` of its passages when that is set."""
+    summary_tokens = config.summary_tokens
+    most = config.summary_input_tokens or SUMMARY_PASSAGE_TOKENS
     if "episodic" in parts:
         cost.add(
             "episodic",
             len(wins),
-            sum(fixed.session + min(SUMMARY_PASSAGE_TOKENS, sum(toks[i] for i in w)) for w in wins),
+            sum(fixed.session + min(most, sum(toks[i] for i in w)) for w in wins),
             len(wins) * summary_tokens,
         )
     n = len(toks)
@@ -197,7 +200,9 @@ def _summaries_cost(
         cost.add(
             "semantic",
             clusters,
-            clusters * fixed.cluster + sum(toks) + (clusters - 1) * summary_tokens,
+            clusters * fixed.cluster
+            + min(sum(toks), clusters * (config.summary_input_tokens or sum(toks)))
+            + (clusters - 1) * summary_tokens,
             clusters * summary_tokens,
         )
 

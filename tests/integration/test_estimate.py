@@ -227,3 +227,40 @@ def test_loop_presets_are_estimated_by_their_calls_per_round(
     assert main([*common, "--preset", "naive,comorag", "--llm", "openai", "--estimate"]) == 0
     out = capsys.readouterr().out
     assert "4 questions" in out and "min at the local speed" in out and "comorag" in out
+
+
+def test_index_summaries_estimate_matches_its_second_pass_and_a_plain_reindex_keeps_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`index --summaries`: the plain index first, then only session-summary calls, each
+    reading the session's central sentences; estimated within 20%; kept by a plain index."""
+    from mindscape.memory.index_config import SUMMARIES_INPUT_TOKENS
+    from mindscape.memory.store import MemoryStore
+
+    store = tmp_path / "store"
+    argv = ["index", str(STORY), "--store", str(store), "--summaries"]
+    with FakeOpenAIServer(_reply) as server:
+        _endpoint(monkeypatch, server.base_url)
+        assert main([*argv, "--estimate", "--json"]) == 0
+        estimate = json.loads(capsys.readouterr().out)
+        assert set(estimate["llm"]["parts"]) == {"episodic"} and not store.exists()
+        assert main(argv) == 0
+        assert "summaries (episodic) for 1 book(s)" in capsys.readouterr().err
+        calls = list(server.requests)
+        counter = default_counter()
+        assert calls
+        assert _within(estimate["llm"]["calls"], len(calls))
+        tokens_in = sum(counter.count(all_text(r)) for r in calls)
+        assert _within(estimate["llm"]["tokens_in"], tokens_in), (estimate, tokens_in)
+        assert all(counter.count(all_text(r)) < SUMMARIES_INPUT_TOKENS + 300 for r in calls)
+        sessions = MemoryStore(store).view("episodic").units
+        assert sessions and all(u.text == _reply({"messages": []}) for u in sessions)
+        # a plain index of the same book: current, no call, the summaries kept
+        assert (
+            main(["index", str(STORY), "--store", str(store), "--quiet", "--llm", "extractive"])
+            == 0
+        )
+        assert len(server.requests) == len(calls)
+        assert [u.text for u in MemoryStore(store).view("episodic").units] == [
+            u.text for u in sessions
+        ]

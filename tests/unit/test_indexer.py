@@ -257,3 +257,77 @@ def test_index_rejects_an_unknown_llm_part_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "--index-llm-parts" in err and "outline, triples" in err
     assert not (tmp_path / "s").exists()
+
+
+# -- index --summaries: LLM session summaries added to a plain index ---------------------------
+def test_summaries_are_added_resumably_while_the_plain_index_serves(tmp_path, story):
+    from mindscape.memory.index_config import SUMMARIES_INPUT_TOKENS
+    from mindscape.memory.indexer import IndexWriter
+    from mindscape.tokens import default_counter
+
+    plain = replace(SMALL, window=4)
+    store, offline = make(tmp_path, config=plain)
+    offline.index("cin", story)
+    extractive = [u.text for u in store.view("episodic").units]
+    assert len(extractive) >= 4
+    enriched = replace(plain, llm_parts=("episodic",), summary_input_tokens=SUMMARIES_INPUT_TOKENS)
+    emb = offline.emb_id
+
+    class Stopped(BaseException):
+        """Ctrl-C in the middle of the summaries."""
+
+    def stop_after(n: int):
+        seen: list[str] = []
+
+        def answer(prompt: str) -> str:
+            seen.append(prompt)
+            if len(seen) > n:
+                raise Stopped
+            return f"Summary {len(seen)} by the model."
+
+        return answer, seen
+
+    def summarising(answer):
+        llm = LLM(
+            ScriptedChatModel(responses=[answer] * 100),
+            settings=LLMSettings(backend="openai", structured="off"),
+            cache=store.cache,
+        )
+        ix = Indexer(store, HashingEmbedder(), llm=llm, config=enriched, progress=False)
+        ix.enriches = IndexWriter(store, plain, emb, "offline").fingerprint
+        return ix
+
+    answer, first = stop_after(2)
+    with pytest.raises(Stopped):
+        summarising(answer).index("cin", story)
+    # stopped mid-way: the plain index is whole and still current
+    assert [u.text for u in store.view("episodic").units] == extractive
+    assert store.cache.doc("cin")["status"] == "done"
+    # each summary read its session's central sentences, not the session
+    counter = default_counter()
+    assert all(counter.count(p) < SUMMARIES_INPUT_TOKENS + 300 for p in first)
+
+    answer, second = stop_after(1000)
+    summarising(answer).index("cin", story)
+    assert len(second) == len(extractive) - 2  # the two finished summaries came from the cache
+    texts = [u.text for u in store.view("episodic").units]
+    assert len(texts) == len(extractive) and all(t.endswith("by the model.") for t in texts)
+    # the plain config finds the enriched book current: re-indexing keeps its summaries
+    assert offline.index("cin", story).skipped
+    assert [u.text for u in store.view("episodic").units] == texts
+    # the semantic layer stays the offline one
+    assert all("by the model" not in u.text for u in store.view("semantic").units)
+
+
+def test_summaries_need_a_model_and_exclude_index_llm(tmp_path, capsys):
+    from mindscape.cli import main
+
+    store = str(tmp_path / "s")
+    assert main(["index", str(STORY), "--store", store, "--summaries", "--index-llm", "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--summaries" in err
+    assert main(["index", str(STORY), "--store", store, "--summaries", "--llm", "extractive",
+                 "-q"]) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "needs a model" in err
+    assert not (tmp_path / "s").exists()  # said before any work

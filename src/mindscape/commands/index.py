@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mindscape.commands.common import (
     add_command,
@@ -33,6 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _add_output_options(p)
     add_model_options(p)
     _add_llm_index_options(p)
+    _add_summaries_option(p)
     _add_ray_options(p)
     _add_inspect_parser(sub)
 
@@ -135,6 +136,18 @@ def _add_llm_index_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_summaries_option(p: argparse.ArgumentParser) -> None:
+    """`--summaries`: LLM session summaries added after the plain index."""
+    p.add_argument(
+        "--summaries",
+        action="store_true",
+        help="index as usual (offline), then add session summaries written by the local model "
+        "(or the endpoint) in a second pass, each reading its session's most central "
+        "sentences: the estimate is printed first, `ask` reads the plain index meanwhile, and "
+        "a stopped run resumes where it stopped (--index-llm-parts: other parts instead)",
+    )
+
+
 def _add_inspect_parser(sub: argparse._SubParsersAction) -> None:
     """Register `inspect`."""
     q = add_command(sub, "inspect", run_inspect)
@@ -155,6 +168,7 @@ def run_index(args: argparse.Namespace) -> int:
         mindscape index book.txt --store runs/book
         mindscape index library/ --store runs/library   # every .txt/.md/.jsonl below, on Ray
         mindscape index book.txt --estimate            # LLM calls and tokens, nothing run
+        mindscape index book.txt --summaries           # then LLM session summaries, resumable
         mindscape index docs.jsonl --doc-id d1 --doc-id d2 --store runs/series --json
         mindscape index book.txt --llm openai --mom-paths 1   # one MoM memory per section
         mindscape index book.txt --llm openai --index-llm-parts outline  # outline only
@@ -167,6 +181,8 @@ def run_index(args: argparse.Namespace) -> int:
         raise InputError(f"--mom-paths must be at least 1 (got {args.mom_paths})")
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers must be at least 1 (got {args.workers})")
+    if args.summaries:
+        _check_summaries(args)
     args.llm_parts = _llm_parts(args)
     problems: list[SourceProblem] = []
     docs = load_sources(args.files, args.doc_id, problems)  # raises before the store is touched
@@ -180,7 +196,12 @@ def run_index(args: argparse.Namespace) -> int:
 
     config = _config(args)
     store = MemoryStore(args.store)
-    reports, failed = _index_all(args, docs, store, config)
+    llm = None if args.summaries else llm_from_args(args, store.cache)
+    reports, failed = _index_all(args, docs, store, config, llm)
+    if args.summaries:
+        ok = {r.doc_id for r in reports}
+        reports, more = _add_summaries(args, [d for d in docs if d.doc_id in ok], store, config)
+        failed += more
     failed = [{"doc_id": None, "origin": p.origin, "error": p.message} for p in problems] + failed
     summary = store.summary()
     if args.json:
@@ -198,21 +219,29 @@ def run_index(args: argparse.Namespace) -> int:
 
 
 def _index_all(
-    args: argparse.Namespace, docs: list, store: MemoryStore, config: IndexConfig
+    args: argparse.Namespace,
+    docs: list,
+    store: MemoryStore,
+    config: IndexConfig,
+    llm: Any,
+    *,
+    enriches: str | None = None,
 ) -> tuple[list[IndexReport], list[dict]]:
     """Index each document the store does not hold the same way, a line per document: on Ray
-    offline, in this process with an index LLM. (The reports, the failed books.)"""
+    offline, in this process with an index LLM (`llm`, None offline). `enriches`: the
+    fingerprint of the plain index an LLM pass adds to. (The reports, the failed books.)"""
     from mindscape.embeddings import load_embedder, resolve_spec, spec_model_id
     from mindscape.library import BookFailure, index_library
     from mindscape.memory.indexer import Indexer
 
-    llm = llm_from_args(args, store.cache)
-    if llm is None and args.index_llm_parts is not None:
+    if llm is None and args.index_llm_parts is not None and not args.summaries:
         warn("--index-llm-parts has no effect without an index LLM (--index-llm or an endpoint)")
 
     def load() -> Indexer:  # the embedding model loads only if some document needs work here
         embedder = load_embedder(args.embedder)
-        return Indexer(store, embedder, llm=llm, config=config, progress=not args.quiet)
+        ix = Indexer(store, embedder, llm=llm, config=config, progress=not args.quiet)
+        ix.enriches = enriches
+        return ix
 
     def progress(n: int, total: int, outcome: IndexReport | BookFailure) -> None:
         if args.json:
@@ -238,6 +267,61 @@ def _index_all(
     )
     failed = [{"doc_id": f.doc_id, "origin": f.origin, "error": f.error} for f in run.failures]
     return run.reports, failed
+
+
+def _add_summaries(
+    args: argparse.Namespace, docs: list, store: MemoryStore, config: IndexConfig
+) -> tuple[list[IndexReport], list[dict]]:
+    """`index --summaries`, the second pass: the books indexed again with the LLM writing
+    their session summaries (or `--index-llm-parts`), each from its session's most central
+    sentences. The plain index serves `ask` until a book's pass is done; every LLM output is
+    cached as it comes, so a stopped run resumes where it stopped."""
+    from mindscape.embeddings import spec_model_id
+    from mindscape.estimate import config_cost
+    from mindscape.memory.indexer import IndexWriter
+
+    llm = llm_from_args(args, store.cache, index_llm=True)
+    enriched = _summaries_config(args, config)
+    parts = enriched.llm_parts
+    emb_id = spec_model_id(args.embedder)
+    plain = IndexWriter(store, config, emb_id, "offline").fingerprint
+    writer = IndexWriter(store, enriched, emb_id, llm.model_id)
+    todo = [d for d in docs if writer.skip_report(d.doc_id, d.text) is None]
+    if todo:
+        cost, _ = config_cost(((d.doc_id, d.text) for d in todo), enriched)
+        say(
+            args,
+            f"summaries ({', '.join(parts)}) for {len(todo)} book(s): {cost.calls} LLM calls, "
+            f"{cost.tokens_in} input + {cost.tokens_out} output tokens, ~{cost.seconds() / 60:.0f} "
+            "min at the local model's speed; `ask` reads the plain index meanwhile, and a "
+            "stopped run resumes where it stopped",
+        )
+    return _index_all(args, docs, store, enriched, llm, enriches=plain)
+
+
+def _check_summaries(args: argparse.Namespace) -> None:
+    """InputError, before any work, when ``--summaries`` cannot run as asked."""
+    if args.index_llm:
+        raise InputError(
+            "--summaries and --index-llm: choose one (--summaries adds the LLM parts after "
+            "the plain index)"
+        )
+    if settings_from_args(args, index_llm=True).resolved().backend == "extractive":
+        raise InputError(
+            "--summaries needs a model: install the local one (`mindscape model install`) "
+            "or pass --llm openai with an endpoint"
+        )
+
+
+def _summaries_config(args: argparse.Namespace, config: IndexConfig) -> IndexConfig:
+    """The config of ``--summaries``' second pass: the LLM writes the session summaries (or
+    the `--index-llm-parts`), each from its passages' most central sentences."""
+    from dataclasses import replace
+
+    from mindscape.memory.index_config import SUMMARIES_INPUT_TOKENS
+
+    parts = args.llm_parts if args.index_llm_parts is not None else ("episodic",)
+    return replace(config, llm_parts=parts, summary_input_tokens=SUMMARIES_INPUT_TOKENS)
 
 
 def _report_line(r: IndexReport) -> str:
@@ -273,10 +357,14 @@ def _estimate(args: argparse.Namespace, docs: list) -> int:
     from mindscape.estimate import config_cost
     from mindscape.memory.indexer import LLM_PARTS
 
-    settings = settings_from_args(args, index_llm=getattr(args, "index_llm", None) or None)
+    settings = settings_from_args(
+        args, index_llm=getattr(args, "index_llm", None) or args.summaries or None
+    )
     settings = settings.resolved()
     uses_llm = settings.backend == "openai" or (settings.backend == "local" and settings.index_llm)
-    cost, shape = config_cost(((d.doc_id, d.text) for d in docs), _config(args))
+    config = _summaries_config(args, _config(args)) if args.summaries else _config(args)
+    args.llm_parts = config.llm_parts
+    cost, shape = config_cost(((d.doc_id, d.text) for d in docs), config)
     out = {
         "backend": settings.backend,
         "index_llm": uses_llm,

@@ -22,6 +22,9 @@ LLM_PARTS: tuple[str, ...] = ("episodic", "semantic", "outline", "triples")
 """The index parts an LLM can write (the indexer's stages, the estimate's parts): the session
 summaries, the semantic tree's summaries, the MoM outline (its N paths and their scoring) and
 the chunks' triples."""
+SUMMARIES_INPUT_TOKENS = 800
+"""What one LLM session summary of ``index --summaries`` reads: the session's most central
+sentences, this many tokens (a session is ~2,300 tokens)."""
 PART_GROUPS: dict[str, tuple[str, ...]] = {
     "summaries": ("episodic", "semantic"),
     "all": LLM_PARTS,
@@ -65,6 +68,11 @@ class IndexConfig:
     """W: chunks per episodic session for long documents (shorter windows for short ones)."""
     summary_tokens: int = 160
     """Length of session and cluster summaries."""
+    summary_input_tokens: int = 0
+    """With an index LLM: a summary reads its passages' most central sentences, this many
+    tokens of them (:func:`~mindscape.memory.summarize.extractive_summary`), instead of the
+    passages themselves (0: the passages, up to 6,000 tokens). ``index --summaries`` reads
+    :data:`SUMMARIES_INPUT_TOKENS`: a prompt a third as long for a local model."""
     core_tokens: int = 120
     """Length of an outline item's core content (offline)."""
     max_section_chunks: int = 40
@@ -105,4 +113,6 @@ class IndexConfig:
             fields["outline_coverage"] = COVERAGE
         if offline or self.llm_parts == LLM_PARTS:
             del fields["llm_parts"]
+        if offline or not self.summary_input_tokens:
+            del fields["summary_input_tokens"]
         return content_key(repr(fields), embedder, llm)[:16]

@@ -131,18 +131,29 @@ def summary_words(budget: int) -> int:
 class Summarizer:
     """Summaries for the index: extractive without an LLM, else one call per summary."""
 
-    def __init__(self, doc: DocText, llm: Any, counter: TokenCounter) -> None:
+    def __init__(
+        self, doc: DocText, llm: Any, counter: TokenCounter, *, input_tokens: int = 0
+    ) -> None:
         self.doc, self.llm, self.counter = doc, llm, counter
+        self.input_tokens = input_tokens
+        """With an LLM and above 0: what the LLM reads is the passages' most central
+        sentences, this many tokens of them, instead of the passages."""
 
     def __call__(
         self, sent_ids: list[int], passages: list[str], template: str, budget: int
     ) -> tuple[str, list[int]]:
         """(summary, the sentence ids it stands for): extractive offline (the picked ones),
-        else the LLM's summary of `passages` with `template`."""
+        else the LLM's summary of `passages` (or of their central sentences) with `template`."""
         if self.llm is None:
             picked = extractive_summary(self.doc.bank, sent_ids, max_tokens=budget)
             return self.doc.bank.join(picked), picked
-        body = fit_passages(passages, self.counter, SUMMARY_PASSAGE_TOKENS)
+        if self.input_tokens and sent_ids:
+            central = extractive_summary(
+                self.doc.bank, sent_ids, max_tokens=self.input_tokens, max_sentences=len(sent_ids)
+            )
+            body = self.doc.bank.join(central)
+        else:
+            body = fit_passages(passages, self.counter, SUMMARY_PASSAGE_TOKENS)
         prompt = prompts.render(
             template, passages=prompts.as_data(body), max_words=summary_words(budget)
         )

@@ -111,6 +111,10 @@ class IndexWriter:
 
     def __init__(self, store: MemoryStore, config: IndexConfig, emb_id: str, llm_id: str) -> None:
         self.store, self.config, self.emb_id, self.llm_id = store, config, emb_id, llm_id
+        self.enriches: str | None = None
+        """The fingerprint of the plain index this one adds LLM summaries to (``index
+        --summaries``): recorded with each document, so that plain config still finds the
+        document current and does not rebuild it without its summaries."""
 
     @property
     def fingerprint(self) -> str:
@@ -170,6 +174,7 @@ class IndexWriter:
             tokens=report.tokens,
             layers=report.layers,
             doc_context=doc_context(built.doc_id, built.title),
+            **({"enriches": self.enriches} if self.enriches else {}),
             **({"mom_chosen": [chosen[o] for o in sorted(chosen)]} if chosen else {}),
         )
         return report
@@ -208,6 +213,9 @@ class Indexer(IndexWriter):
     def index(self, doc_id: str, text: str, *, title: str | None = None) -> IndexReport:
         """Index one document (skipped when the same text was already indexed the same way).
 
+        The store keeps the document's previous index, readable, until the new one is built:
+        a run stopped while building leaves it as it was (and the cache keeps what was built).
+
         A skipped document whose chunks have no vectors in this context yet (indexed before
         there were any, or under another title) gets them now, and nothing else."""
         t0 = time.perf_counter()
@@ -218,8 +226,9 @@ class Indexer(IndexWriter):
                 self._add_context(row, doc_context(doc_id, title), title, report)
             report.seconds = time.perf_counter() - t0
             return report
+        self.store.check_embedder(self.emb_id, besides=doc_id)  # before any work
+        built = self.build(doc_id, text, title=title)  # the old index serves until it is built
         self.begin(doc_id, text, title)
-        built = self.build(doc_id, text, title=title)
         return self.commit(built, started=t0)
 
     def build(self, doc_id: str, text: str, *, title: str | None = None) -> BuiltDoc:
@@ -310,12 +319,13 @@ def is_current(store: MemoryStore, doc_id: str, text: str, fingerprint: str) -> 
 
 
 def same_index(row: dict[str, Any] | None, text: str, fingerprint: str) -> bool:
-    """Whether a manifest row is done with this text and fingerprint."""
+    """Whether a manifest row is done with this text and fingerprint (or with LLM summaries
+    added to an index of that fingerprint: :attr:`IndexWriter.enriches`)."""
     return bool(
         row
         and row["status"] == "done"
         and row["content_hash"] == content_key(text)
-        and row["config_hash"] == fingerprint
+        and fingerprint in (row["config_hash"], row.get("enriches"))
     )
 
 
@@ -397,7 +407,12 @@ class _DocRun:
         with ix._stage(self.report, "episodic"):
             episodic, window_of = episodic_units(
                 doc,
-                Summarizer(doc, self.llm_for("episodic"), ix.counter),
+                Summarizer(
+                    doc,
+                    self.llm_for("episodic"),
+                    ix.counter,
+                    input_tokens=cfg.summary_input_tokens,
+                ),
                 window=cfg.window,
                 summary_tokens=cfg.summary_tokens,
                 bar=bar,
@@ -406,7 +421,12 @@ class _DocRun:
             semantic = raptor_units(
                 doc,
                 chunk_vecs,
-                Summarizer(doc, self.llm_for("semantic"), ix.counter),
+                Summarizer(
+                    doc,
+                    self.llm_for("semantic"),
+                    ix.counter,
+                    input_tokens=cfg.summary_input_tokens,
+                ),
                 self.embed.texts,
                 params=cfg.cluster,
                 summary_tokens=cfg.summary_tokens,
