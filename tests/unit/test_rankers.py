@@ -127,3 +127,28 @@ def test_a_ranker_saved_by_another_scikit_learn_is_not_loaded(
     with caplog.at_level(logging.WARNING):
         assert load_ranker("learned", where).name == "fused"
     assert "saved with scikit-learn 0.1" in caplog.text and "make ranker" in caplog.text
+
+
+def test_novel_misses_names_the_first_place_that_holds_the_answer(monkeypatch) -> None:
+    """benchmarks/novel_misses.py: read windows, then candidates, then the book, else nowhere."""
+    import sys
+    from types import SimpleNamespace
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import evidence_ranking
+    import novel_misses
+
+    units = chunk_units(STORY)
+    pool = focus.candidates(Q, as_hits(units, [0, 1]), chunks=view(units))
+    cap = evidence_ranking.Captured(Q, pool)
+    book = [u.text for u in units]
+
+    def question(answer: str) -> SimpleNamespace:
+        return SimpleNamespace(task="open_qa", answers=[answer], question=Q)
+
+    assert novel_misses.bucket(question("be good and pious"), cap, book) == "a. read"
+    assert novel_misses.bucket(question("a hazel twig"), cap, book) == "c. in the book"
+    assert novel_misses.bucket(question("a glass slipper"), cap, book) == "d. nowhere verbatim"
+    assert novel_misses.bucket(question("a glass slipper"), None, book) == "d. nowhere verbatim"
+    monkeypatch.setattr(novel_misses, "read_windows", lambda cap, ranked: [])  # nothing read
+    assert novel_misses.bucket(question("be good and pious"), cap, book) == "b. retrieved"
