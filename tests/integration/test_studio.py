@@ -37,13 +37,15 @@ def langgraph_exe() -> str:
     return str(exe) if exe.exists() else (shutil.which("langgraph") or "langgraph")
 
 
-def test_langgraph_json_exports_the_graph_without_checkpointer() -> None:
+def test_langgraph_json_exports_the_graphs_without_checkpointer() -> None:
     config = json.loads((REPO / "langgraph.json").read_text())
-    path, _, name = config["graphs"]["mindscape"].partition(":")
-    assert (REPO / path).is_file() and name == "graph"
-    from mindscape.graphs import qa
+    for key in ("mindscape", "chat"):
+        path, _, name = config["graphs"][key].partition(":")
+        assert (REPO / path).is_file() and name == "graph"
+    from mindscape.graphs import chat, qa
 
     assert qa.graph.checkpointer is None and qa.graph.context_schema is not None
+    assert chat.graph.checkpointer is None and chat.graph.context_schema is chat.ChatContext
 
 
 def test_studio_runs_a_question(qa_store: Path, tmp_path: Path) -> None:
@@ -103,6 +105,18 @@ def test_studio_runs_a_question(qa_store: Path, tmp_path: Path) -> None:
         )
         assert isinstance(out, dict) and out["answer"], out
         assert out["rounds"] == 1 and out["evidence"][0]["chunk_ids"][0].startswith(f"{QA_DOC}:c")
+        # the chat graph, as a chat front end drives it: a thread, text blocks, a follow-up
+        thread = client.threads.create()["thread_id"]
+        blocks = [{"type": "text", "text": "What did the father bring back for Cinderella?"}]
+        first = client.runs.wait(
+            thread, "chat", input={"messages": [{"role": "user", "content": blocks}]},
+            context={"preset": "naive"},
+        )  # fmt: skip
+        reply = first["messages"][-1]
+        assert reply["type"] == "ai" and "Read (round 1):" in reply["content"], reply
+        follow = {"messages": [{"role": "user", "content": "And what did she do with it?"}]}
+        second = client.runs.wait(thread, "chat", input=follow, context={"preset": "naive"})
+        assert [m["type"] for m in second["messages"]] == ["human", "ai", "human", "ai"]
     finally:
         proc.terminate()
         try:

@@ -75,6 +75,14 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_model_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--stream", action="store_true", help="show progress events as they happen")
+    p.add_argument(
+        "--thread",
+        metavar="ID",
+        default=None,
+        help="keep the run in the store's thread file under ID (`mindscape threads` lists "
+        "them): a run stopped mid-question resumes from its last finished node when asked "
+        "again on the same thread",
+    )
     add_quiet_option(p)
     return p
 
@@ -178,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
         mindscape ask "Who finds the glass slipper?" --store runs/book
         mindscape ask "Who wins?" --option "the prince" --option "the sisters" --json
         mindscape ask "The sisters are kind." --task claim --preset naive --llm extractive
+        mindscape ask "Who finds the glass slipper?" --store runs/book --thread t1
     """
     try:
         out = _ask(args)
@@ -239,6 +248,14 @@ def _ask(args: argparse.Namespace) -> dict[str, Any]:
         "task": args.task,
         "options": args.option,
     }
+    if args.thread:
+        if args.stream:
+            raise ValueError("--thread and --stream: choose one")
+        from mindscape.threads import ask_on_thread, checkpointer
+
+        with checkpointer(args.store) as saver:
+            app = build_qa_graph(deps).compile(checkpointer=saver)
+            return ask_on_thread(app, dict(question), args.thread, ctx)
     app = build_qa_graph(deps).compile(checkpointer=InMemorySaver())
     config: RunnableConfig = {"configurable": {"thread_id": f"ask-{uuid.uuid4().hex[:8]}"}}
     if not args.stream:

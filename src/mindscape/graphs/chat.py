@@ -1,0 +1,242 @@
+"""Chat with a book: a thread of messages in, the QA graph as a subgraph, an AI message out.
+
+```
+START → ask_book → END          (state: LangGraph's MessagesState)
+```
+
+``ask_book`` reads the thread's last human message (its text: chat front ends such as
+agent-chat-ui send a list of content blocks, not a string), makes it a question that stands
+alone (a follow-up such as "and what did she do next?" is rewritten from the thread's earlier
+turns by the LLM when the run has one, else asked with the earlier question beside it), asks
+the QA graph (called inside the node, so LangGraph Studio steps into it as a subgraph and a
+checkpointer keeps it with the thread), and replies with the answer, the passages the answer
+read (short quotes with their place in the book) and one line of rounds, calls and tokens.
+A message it cannot ask about (empty, an image, a store that does not exist) gets a one-line
+reply that says what is wrong, never a traceback.
+
+Which book: :class:`ChatContext` (the QA :class:`~mindscape.context.Context` plus
+``doc_id``); the store defaults to ``MINDSCAPE_STORE``, else the demo's
+(``mindscape demo`` builds it). ``langgraph dev`` serves :data:`graph` as ``chat``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.runtime import Runtime
+
+from mindscape.context import Context
+from mindscape.deps import Deps
+from mindscape.errors import MindscapeError
+from mindscape.graphs.qa import QAGraph, build_qa_graph
+from mindscape.llm.usage import Usage
+from mindscape.state import QAInput, answer_step
+
+DEMO_STORE = ".mindscape/demo-store"
+"""Where ``mindscape demo`` indexes the bundled story (the chat's book when no store is set)."""
+REWRITE_TOKENS = 60
+"""Most tokens of a rewritten question."""
+QUOTE_CHARS = 220
+"""Longest quote of a passage read, in characters."""
+FOLLOW_UP = re.compile(
+    r"\b(he|she|they|him|her|them|his|hers|their|it|its|this|that|then|next|after|afterwards|"
+    r"before|there|also|again)\b",
+    re.IGNORECASE,
+)
+"""Words that make a short question lean on the turns before it."""
+
+REWRITE_PROMPT = """Earlier in this conversation about a book:
+{history}
+
+Rewrite the last question so that it can be understood without the conversation: put the
+names in place of pronouns and say what "next" or "then" follows. Reply with the question only.
+
+Last question: {question}"""
+
+
+@dataclass(kw_only=True)
+class ChatContext(Context):
+    """The QA run's settings and which document of the store the chat is about."""
+
+    doc_id: str | None = field(
+        default=None,
+        metadata={"description": "The document of the store to ask about (None: all of them)."},
+    )
+
+
+class ChatInputError(ValueError):
+    """A message the chat cannot ask about; its text is the reply."""
+
+
+def message_text(message: AnyMessage) -> str:
+    """The text of a message; ChatInputError when it carries something other than text."""
+    content = message.content
+    if isinstance(content, list):
+        kinds = {b.get("type") for b in content if isinstance(b, dict)} - {"text"}
+        if kinds:
+            raise ChatInputError(
+                f"I can read text only, not {', '.join(sorted(str(k) for k in kinds))}: "
+                "ask your question in words."
+            )
+    return message.text.strip()
+
+
+def turns(messages: list[AnyMessage]) -> list[tuple[str, str]]:
+    """The thread's earlier (question, answer) pairs, oldest first."""
+    out: list[tuple[str, str]] = []
+    for m, reply in zip(messages, messages[1:], strict=False):
+        if isinstance(m, HumanMessage) and isinstance(reply, AIMessage):
+            try:
+                out.append((message_text(m), reply.text.split("\n\n", 1)[0]))
+            except ChatInputError:
+                continue
+    return out
+
+
+def is_follow_up(question: str) -> bool:
+    """Whether a question leans on earlier turns: short, with a pronoun or "next"/"then"."""
+    return len(question.split()) <= 12 and bool(FOLLOW_UP.search(question))
+
+
+def standalone(question: str, history: list[tuple[str, str]], rewrite: Any | None) -> str:
+    """`question` made to stand alone: rewritten by `rewrite` (``prompt -> text``, the LLM)
+    when given, else with the last earlier question before it. Unchanged when it is not a
+    follow-up or the thread has no earlier turn."""
+    if not history or not is_follow_up(question):
+        return question
+    if rewrite is not None:
+        lines = "\n".join(f"Q: {q}\nA: {a}" for q, a in history[-3:])
+        text = " ".join(
+            str(rewrite(REWRITE_PROMPT.format(history=lines, question=question))).split()
+        )
+        if text and len(text) < 4 * len(question) + 200:
+            return text.strip('"')
+    return f"{history[-1][0]} {question}"
+
+
+def reply_text(out: dict[str, Any]) -> str:
+    """The answer, the passages it read (quoted, with their place) and one line of cost."""
+    lines = [out.get("answer") or "I could not find an answer in the book."]
+    step: dict[str, Any] = dict(answer_step(out) or {})
+    passages = list(step.get("passages") or [])
+    places = list(step.get("read") or [])
+    if not passages:  # an extractive answer read whole passages: quote those
+        by_id = {e["unit_id"]: e for e in out.get("evidence") or []}
+        passages = [by_id[u]["text"] for u in places if u in by_id]
+    if passages:
+        lines.append("")
+        lines.append(f"Read (round {out.get('answer_round', 1)}):")
+        for n, text in enumerate(passages):
+            place = f" ({place_of(places[n])})" if n < len(places) else ""
+            lines.append(f"> {quote(text)}{place}")
+    lines.append("")
+    lines.append(
+        f"{out.get('rounds', 0)} round(s) · {out.get('llm_calls', 0)} LLM call(s) · "
+        f"{out.get('tokens_in', 0)} tokens in · {out.get('tokens_out', 0)} out"
+    )
+    return "\n".join(lines)
+
+
+def quote(text: str) -> str:
+    """A passage on one line, cut to :data:`QUOTE_CHARS` around its end (where the answer
+    tends to be in a focused window)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= QUOTE_CHARS else "…" + flat[-QUOTE_CHARS:]
+
+
+def place_of(unit_id: str) -> str:
+    """``"doc, chunk 12"`` for ``doc:c12``; the id itself otherwise."""
+    doc, _, tag = unit_id.rpartition(":")
+    return f"{doc}, chunk {tag[1:]}" if tag[:1] == "c" and tag[1:].isdigit() else unit_id
+
+
+def chat_store(ctx: Context) -> str:
+    """The store the chat reads: the context's, else ``MINDSCAPE_STORE``, else the demo's."""
+    return ctx.store or os.environ.get("MINDSCAPE_STORE") or DEMO_STORE
+
+
+def make_ask_book(deps: Deps, qa: QAGraph) -> Any:
+    """The node: the last human message asked of the book, answered as an AI message."""
+
+    def ask_book(state: MessagesState, runtime: Runtime[ChatContext]) -> dict[str, Any]:
+        ctx = runtime.context if isinstance(runtime.context, Context) else ChatContext()
+        try:
+            return {"messages": [AIMessage(content=_answer(state["messages"], ctx))]}
+        except (ChatInputError, MindscapeError, ValueError) as exc:
+            return {"messages": [AIMessage(content=" ".join(str(exc).split()))]}
+
+    def _answer(messages: list[AnyMessage], ctx: Context) -> str:
+        if not messages or not isinstance(messages[-1], HumanMessage):
+            raise ChatInputError("Send a question about the book as a message.")
+        question = message_text(messages[-1])
+        if not question:
+            raise ChatInputError("The message was empty: ask a question about the book.")
+        run = _with_store(ctx)
+        usage = Usage()
+        asked = standalone(question, turns(messages[:-1]), _rewriter(deps, run, usage))
+        doc_id = getattr(ctx, "doc_id", None)
+        payload = cast(QAInput, {"question": asked, **({"doc_id": doc_id} if doc_id else {})})
+        out = dict(qa.invoke(payload, context=run))
+        for key in ("llm_calls", "tokens_in", "tokens_out"):  # the rewrite counts too
+            out[key] = out.get(key, 0) + getattr(usage, key.removeprefix("llm_"))
+        return reply_text(out)
+
+    return ask_book
+
+
+def _with_store(ctx: Context) -> Context:
+    """`ctx` with its store resolved, checked to exist (a one-line error naming the fix)."""
+    from dataclasses import replace
+
+    from mindscape.errors import StoreError
+
+    path = chat_store(ctx)
+    if not os.path.isdir(path):
+        raise StoreError(
+            f"There is no book at {path}: run `mindscape demo` for the bundled story, or "
+            "`mindscape index BOOK --store DIR` and set the assistant's store to DIR."
+        )
+    return replace(ctx, store=path)
+
+
+def _rewriter(deps: Deps, ctx: Context, usage: Usage) -> Any | None:
+    """``prompt -> text`` with the run's LLM, counted in `usage` and the deps' ledger (None
+    when the run answers extractively)."""
+    if not deps.llm_answers(ctx):
+        return None
+    from mindscape.llm import LLM
+    from mindscape.tokens import default_counter
+
+    llm = LLM(
+        deps.get_chat(),
+        settings=deps.llm_settings,
+        usage=usage,
+        count_tokens=default_counter().count,
+    )
+
+    def rewrite(prompt: str) -> str:
+        text = llm.complete(prompt, role="rewrite", max_tokens=REWRITE_TOKENS)
+        deps.usage.merge(usage)
+        return text
+
+    return rewrite
+
+
+def build_chat_graph(deps: Deps | None = None) -> StateGraph[MessagesState, ChatContext]:
+    """The uncompiled chat graph over the QA graph (both with `deps`, default lazy)."""
+    deps = deps if deps is not None else Deps.default()
+    qa = build_qa_graph(deps).compile(name="mindscape")
+    builder = StateGraph(MessagesState, context_schema=ChatContext)
+    builder.add_node("ask_book", make_ask_book(deps, qa))
+    builder.add_edge(START, "ask_book")
+    builder.add_edge("ask_book", END)
+    return builder
+
+
+graph = build_chat_graph().compile(name="chat")
+"""The compiled chat graph LangGraph Server loads (``chat`` in langgraph.json)."""

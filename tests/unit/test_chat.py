@@ -1,0 +1,93 @@
+"""The chat graph (graphs/chat.py): messages in, the QA graph's answer with what it read out;
+follow-ups made to stand alone; bad input answered in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from mindscape.deps import Deps
+from mindscape.graphs.chat import ChatContext, build_chat_graph, is_follow_up, standalone
+from tests.fakes import FakeRetriever
+
+Q = "Where did Tobin hide the gold?"
+
+
+def chat_app(r: FakeRetriever | None = None) -> object:
+    r = r or FakeRetriever()
+    return build_chat_graph(Deps(retriever=r, embedder=r.embedder)).compile(
+        checkpointer=InMemorySaver()
+    )
+
+
+def ask(app: object, content: object, tmp_path: Path, thread: str = "t", **ctx: object) -> str:
+    out = app.invoke(  # type: ignore[attr-defined]
+        {"messages": [HumanMessage(content=content)]},
+        {"configurable": {"thread_id": thread}},
+        context=ChatContext(
+            preset="naive", backend="extractive", store=str(ctx.pop("store", tmp_path)), **ctx
+        ),
+    )
+    last = out["messages"][-1]
+    assert isinstance(last, AIMessage)
+    return last.text
+
+
+def test_a_question_gets_the_answer_what_it_read_and_its_cost(tmp_path: Path) -> None:
+    text = ask(chat_app(), Q, tmp_path)
+    answer, rest = text.split("\n\n", 1)
+    assert answer == "in the cave beneath the lighthouse"
+    assert "Read (round 1):" in rest and "> " in rest and "(tale, chunk 5)" in rest
+    assert rest.splitlines()[-1].startswith("1 round(s) · 0 LLM call(s)")
+
+
+def test_a_chat_ui_message_of_text_blocks_is_read_as_its_text(tmp_path: Path) -> None:
+    blocks = [{"type": "text", "text": Q}]
+    assert ask(chat_app(), blocks, tmp_path).startswith("in the cave beneath the lighthouse")
+
+
+def test_bad_input_gets_one_line_that_says_what_is_wrong(tmp_path: Path) -> None:
+    app = chat_app()
+    assert ask(app, "   ", tmp_path, thread="a") == (
+        "The message was empty: ask a question about the book."
+    )
+    image = [{"type": "image", "url": "http://127.0.0.1/x.png"}, {"type": "text", "text": Q}]
+    reply = ask(app, image, tmp_path, thread="b")
+    assert "\n" not in reply and reply.startswith("I can read text only, not image")
+    reply = ask(app, Q, tmp_path, thread="c", store=tmp_path / "nowhere")
+    assert "\n" not in reply and "There is no book at" in reply and "mindscape demo" in reply
+
+
+def test_a_follow_up_is_asked_with_the_thread_before_it(tmp_path: Path) -> None:
+    history = [("Who hid the gold?", "Tobin")]
+    assert not is_follow_up("Where did Tobin hide the gold?")
+    assert is_follow_up("And what did he do next?")
+    # without an LLM: the earlier question goes with it, for retrieval
+    assert standalone("And what did he do next?", history, None) == (
+        "Who hid the gold? And what did he do next?"
+    )
+    # with one: its rewrite, from a prompt that holds the earlier turn
+    prompts: list[str] = []
+
+    def rewrite(prompt: str) -> str:
+        prompts.append(prompt)
+        return '"What did Tobin do after he hid the gold?"'
+
+    got = standalone("And what did he do next?", history, rewrite)
+    assert got == "What did Tobin do after he hid the gold?"
+    assert "Q: Who hid the gold?\nA: Tobin" in prompts[0]
+    assert standalone("Where is the lighthouse?", history, rewrite) == "Where is the lighthouse?"
+    # in a thread: the second turn sees the first
+    r = FakeRetriever()
+    app = chat_app(r)
+    ask(app, Q, tmp_path, thread="f")
+    r.calls.clear()
+    second = app.invoke(  # type: ignore[attr-defined]
+        {"messages": [HumanMessage("And why did he hide it there?")]},
+        {"configurable": {"thread_id": "f"}},
+        context=ChatContext(preset="naive", backend="extractive", store=str(tmp_path)),
+    )
+    assert len(second["messages"]) == 4 and isinstance(second["messages"][-1], AIMessage)
+    assert r.calls and r.calls[0][1] == f"{Q} And why did he hide it there?"
