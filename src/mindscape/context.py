@@ -244,7 +244,8 @@ class Context:
     evidence_ranker: Literal["learned", "fused"] = field(
         default="learned",
         metadata=_d(
-            "What orders the focused reader's candidate sentences: the learned ranker "
+            "What orders the focused reader's candidate sentences of open questions "
+            "(multiple choice and claims are read in the fused order): the learned ranker "
             "(gradient-boosted trees trained on FairytaleQA train stories; falls back to fused "
             "with a warning when its files are missing or damaged) or the fused ranking (cosine, BM25 and chunk rank by reciprocal "
             "rank fusion)."
