@@ -189,6 +189,8 @@ def main() -> None:
     ap.add_argument("--stores", default=".mindscape/bench-stores")
     ap.add_argument("--preset", default="naive")
     ap.add_argument("--rankers", nargs="+", default=["fused", "learned"])
+    ap.add_argument("--per-doc", type=int, default=None, help="each document's first K questions")
+    ap.add_argument("--limit", type=int, default=None, help="the first N questions")
     ap.add_argument("--demo", action="store_true", help="rank the bundled demo's questions")
     ap.add_argument(
         "--ranker-dir", default="", help="the learned ranker's folder (default: shipped)"
@@ -202,7 +204,9 @@ def main() -> None:
     tmp = tempfile.TemporaryDirectory()
     if args.demo:
         args.bench, args.dataset, args.split = str(demo_bench(Path(tmp.name))), "demo", "dev"
-    questions, settings = bench_questions(args, sample=args.sample or None, seed=args.seed)
+    questions, settings = bench_questions(
+        args, sample=args.sample or None, seed=args.seed, per_doc=args.per_doc, limit=args.limit
+    )
     questions = [q for q in questions if q.task in ("open_qa", "multiple_choice")]
     log(f"{len(questions)} questions of {args.dataset} {args.split}; capturing focus pools")
     cache = Path(args.pools) if args.pools else None

@@ -11,11 +11,12 @@ it) names the question's bucket:
 
 * **a. read**: the two windows the local reader reads (the default evidence ranker's order);
 * **b. retrieved**: a focus candidate with its two neighbours either side, not read;
-* **c. in the book**: some chunk of the book, not among the retrieved ones;
+* **c. in the book**: some chunk of the book that also shares a content word with the
+  question (a short answer alone is found somewhere in any novel), not retrieved;
 * **d. nowhere verbatim**: no chunk; a paraphrase, or a fact only the plot as a whole states.
 
-Apart from the buckets, **summary** says whether one of the book's session summaries (the
-episodic layer, as the store was built) holds the answer. ``--results`` (an ``eval``
+Apart from the buckets, **summary** says whether one of the :data:`SESSIONS` session summaries
+nearest the question (the episodic layer, as the store was built; MiniLM cosine) holds it. ``--results`` (an ``eval``
 results file of the same questions) adds each question's F1 and splits the table into all
 questions and the missed ones (F1 < 0.5). The last line is the summary as one JSON object.
 """
@@ -27,16 +28,21 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from common import bench_questions, log, sample_parser
 from evidence_ranking import Captured, capture_pools, read_windows
 from focus_recall import holds_answer, targets
 
+from mindscape.embeddings import load_embedder
 from mindscape.eval.metrics import bootstrap_ci
 from mindscape.eval.runner import store_dir
 from mindscape.memory.store import MemoryStore
 from mindscape.reasoners import focus
 from mindscape.reasoners.rankers import load_ranker
+from mindscape.reasoners.text import content_words
 
+SESSIONS = 3
+"""Session summaries a question would read (the nearest by cosine)."""
 BUCKETS = ("a. read", "b. retrieved", "c. in the book", "d. nowhere verbatim")
 MISSED_F1 = 0.5
 
@@ -51,9 +57,18 @@ def bucket(q: Any, cap: Captured | None, chunks: list[str]) -> str:
         for c in cap.pool.candidates:
             if holds_answer(" ".join([*c.before, c.text, *c.after]), answers):
                 return BUCKETS[1]
-    if any(holds_answer(t, answers) for t in chunks):
+    asked = content_words(q.question)
+    if any(holds_answer(t, answers) and asked & content_words(t) for t in chunks):
         return BUCKETS[2]
     return BUCKETS[3]
+
+
+def nearest(question: str, units: Any, embed: Any, k: int = SESSIONS) -> list[str]:
+    """The texts of the `k` units (a store view) nearest the question by cosine."""
+    if not len(units.units):
+        return []
+    sims = units.vecs @ np.asarray(embed(question), dtype=np.float32)
+    return [units.units[i].text for i in np.argsort(-sims)[:k]]
 
 
 def table(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -88,20 +103,21 @@ def main() -> None:
             r = json.loads(line)
             if r.get("preset", args.preset) == args.preset:
                 f1[r["qid"]] = float(r["metrics"]["f1"])
-    books: dict[str, tuple[list[str], list[str]]] = {}
+    embed = load_embedder().embed_query
+    books: dict[str, tuple[list[str], Any]] = {}
     rows = []
     for q, cap in zip(questions, caps, strict=True):
         if q.doc_id not in books:
             store = MemoryStore(store_dir(settings, q.doc_id))
-            books[q.doc_id] = tuple(  # type: ignore[assignment]
-                [u.text for u in store.view(layer, {q.doc_id}).units]
-                for layer in ("veridical", "episodic")
-            )
+            chunks = [u.text for u in store.view("veridical", {q.doc_id}).units]
+            books[q.doc_id] = (chunks, store.view("episodic", {q.doc_id}))
         chunks, sessions = books[q.doc_id]
         rows.append({
             "qid": q.qid, "doc_id": q.doc_id, "question": q.question, "answers": list(q.answers),
             "bucket": bucket(q, cap, chunks),
-            "summary": any(holds_answer(t, targets(q)) for t in sessions),
+            "summary": any(
+                holds_answer(t, targets(q)) for t in nearest(q.question, sessions, embed)
+            ),
             **({"f1": f1[q.qid]} if q.qid in f1 else {}),
         })  # fmt: skip
     summary: dict[str, Any] = {
