@@ -404,6 +404,11 @@ class Context:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+DEMO_STORE = ".mindscape/demo-store"
+"""Where ``mindscape demo`` indexes the bundled story (apart from the store `index` and `ask`
+use by default); the chat graph's book when no store is set."""
+
+
 def env_store() -> str | None:
     """The store named by ``MINDSCAPE_STORE`` (an empty value counts as unset): the one
     place that reads it."""

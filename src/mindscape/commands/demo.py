@@ -25,10 +25,8 @@ from mindscape.commands.common import (
     context_values,
     settings_from_args,
 )
+from mindscape.context import DEMO_STORE
 from mindscape.presets import PRESET_NAMES
-
-DEMO_STORE = ".mindscape/demo-store"
-"""The demo's own store, apart from the one `index` and `ask` use by default."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -30,15 +30,13 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.runtime import Runtime
 
-from mindscape.context import Context
+from mindscape.context import DEMO_STORE, Context, env_store
 from mindscape.deps import Deps
 from mindscape.errors import MindscapeError
 from mindscape.graphs.qa import QAGraph, build_qa_graph
 from mindscape.llm.usage import Usage
 from mindscape.state import QAInput, answer_step
 
-DEMO_STORE = ".mindscape/demo-store"
-"""Where ``mindscape demo`` indexes the bundled story (the chat's book when no store is set)."""
 REWRITE_TOKENS = 60
 """Most tokens of a rewritten question."""
 QUOTE_CHARS = 220
@@ -157,7 +155,7 @@ def place_of(unit_id: str) -> str:
 
 def chat_store(ctx: Context) -> str:
     """The store the chat reads: the context's, else ``MINDSCAPE_STORE``, else the demo's."""
-    return ctx.store or os.environ.get("MINDSCAPE_STORE") or DEMO_STORE
+    return ctx.store or env_store() or DEMO_STORE
 
 
 def make_ask_book(deps: Deps, qa: QAGraph) -> Any:
