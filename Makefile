@@ -10,7 +10,7 @@ export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install model embedder-gemma ranker demo test check test-unit lint lock bench clean
+.PHONY: install model embedder-gemma ranker demo ui ui-build browser test check test-unit lint lock bench clean
 
 install: $(STAMP)
 
@@ -58,7 +58,34 @@ ranker: $(STAMP)
 demo: model
 	$(VENV)/bin/mindscape demo
 
-test: model lint
+# The chat page (ui/, the project's own React page on the LangGraph SDK): npm installs the
+# pinned packages from ui/package-lock.json, Vite builds ui/dist (offline, system fonts);
+# `mindscape ui` starts `langgraph dev` and the page on free loopback ports and prints the
+# address. The book is the demo's (`make demo` builds it) unless STORE=DIR is given.
+UI_SRC := $(wildcard ui/src/*) ui/index.html ui/vite.config.ts ui/tsconfig.json
+STORE ?=
+ui: ui-build
+	$(VENV)/bin/mindscape ui $(if $(STORE),--store $(STORE))
+
+ui-build: $(STAMP) ui/dist/index.html
+
+ui/node_modules/.package-lock.json: ui/package-lock.json
+	cd ui && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+ui/dist/index.html: ui/node_modules/.package-lock.json $(UI_SRC)
+	cd ui && npm run --silent build
+
+# What the browser test needs: Debian's Chromium and the built page. Where either cannot be
+# installed (no apt, no npm) the test is skipped and pytest's summary says why.
+browser: $(STAMP)
+	@command -v chromium >/dev/null || apt-get install -y -q chromium >/dev/null 2>&1 \
+		|| (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1) \
+		|| echo "make browser: could not install Chromium; the browser test will be skipped"
+	@command -v npm >/dev/null && $(MAKE) --no-print-directory ui-build \
+		|| echo "make browser: no npm or the page did not build; the browser test will be skipped"
+
+test: model lint browser
 	$(PY) -m pytest -q
 
 # Lint, unit and integration tests without the local model (the extractive backend answers

@@ -18,13 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
@@ -32,38 +28,18 @@ from typing import Any
 
 from common import percentiles
 
+from mindscape.serve import ServeError, start_langgraph_dev, stop
+
 REPO = Path(__file__).resolve().parents[1]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_server(store: str, llm: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """``langgraph dev`` on a free port, waited for until it answers ``/ok``."""
-    port = free_port()
-    env = {**os.environ, "MINDSCAPE_STORE": store, "MINDSCAPE_LLM_BACKEND": llm,
-           "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false",
-           "NO_PROXY": "127.0.0.1,localhost"}  # fmt: skip
-    exe = Path(sys.executable).with_name("langgraph")
-    proc = subprocess.Popen(
-        [str(exe), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
-         "--port", str(port), "--config", str(REPO / "langgraph.json")],
-        cwd=REPO, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None:
-        try:
-            with urllib.request.urlopen(f"{url}/ok", timeout=2) as r:
-                if r.status == 200:
-                    return proc, url
-        except OSError:
-            time.sleep(1)
-    proc.kill()
-    raise SystemExit(f"langgraph dev did not start; its log: {log}")
+    """``langgraph dev`` on a free port over `store`, answering with `llm`."""
+    env = {"MINDSCAPE_STORE": store, "MINDSCAPE_LLM_BACKEND": llm}
+    try:
+        return start_langgraph_dev(REPO, log, env)
+    except ServeError as exc:
+        raise SystemExit(str(exc)) from exc
 
 
 def ask(url: str, question: str) -> dict[str, Any]:
@@ -113,8 +89,7 @@ def main() -> None:
             together = list(pool.map(lambda q: ask(url, q), asked))
         wall = time.perf_counter() - t0
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop(proc, grace_s=30)
     answered = [r for r in together if r["answer"] is not None and not r["error"]]
     summary = {
         "threads": args.threads, "llm": args.llm,

@@ -7,34 +7,15 @@ The server runs from the repo root (graph paths in langgraph.json are relative t
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from mindscape.serve import start_langgraph_dev, stop
 from tests.conftest import REPO
 from tests.integration.conftest import QA_DOC
 
 pytestmark = pytest.mark.integration
-
-STARTUP_S = 180
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def langgraph_exe() -> str:
-    exe = Path(sys.executable).with_name("langgraph")
-    return str(exe) if exe.exists() else (shutil.which("langgraph") or "langgraph")
 
 
 def test_langgraph_json_exports_the_graphs_without_checkpointer() -> None:
@@ -49,49 +30,9 @@ def test_langgraph_json_exports_the_graphs_without_checkpointer() -> None:
 
 
 def test_studio_runs_a_question(qa_store: Path, tmp_path: Path) -> None:
-    port = free_port()
-    env = {
-        **os.environ,
-        "MINDSCAPE_STORE": str(qa_store),
-        "MINDSCAPE_LLM_BACKEND": "extractive",
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGSMITH_TRACING": "false",
-        "NO_PROXY": "127.0.0.1,localhost",
-    }
-    log = (tmp_path / "server.log").open("w")
-    proc = subprocess.Popen(
-        [
-            langgraph_exe(),
-            "dev",
-            "--no-browser",
-            "--no-reload",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--config",
-            str(REPO / "langgraph.json"),
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
+    env = {"MINDSCAPE_STORE": str(qa_store), "MINDSCAPE_LLM_BACKEND": "extractive"}
+    proc, url = start_langgraph_dev(REPO, tmp_path / "server.log", env)
     try:
-        deadline = time.time() + STARTUP_S
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/ok", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                pytest.fail(
-                    "langgraph dev did not start:\n" + (tmp_path / "server.log").read_text()[-3000:]
-                )
-            time.sleep(1)
         from langgraph_sdk import get_sync_client
 
         client = get_sync_client(url=url)
@@ -118,9 +59,4 @@ def test_studio_runs_a_question(qa_store: Path, tmp_path: Path) -> None:
         second = client.runs.wait(thread, "chat", input=follow, context={"preset": "naive"})
         assert [m["type"] for m in second["messages"]] == ["human", "ai", "human", "ai"]
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        stop(proc)

@@ -43,6 +43,17 @@ def test_a_question_gets_the_answer_what_it_read_and_its_cost(tmp_path: Path) ->
     assert rest.splitlines()[-1].startswith("1 round(s) · 0 LLM call(s)")
 
 
+def test_the_reply_carries_its_parts_as_data_for_the_chat_page(tmp_path: Path) -> None:
+    app = chat_app()
+    ask(app, Q, tmp_path)
+    last = app.get_state({"configurable": {"thread_id": "t"}}).values["messages"][-1]
+    parts = last.additional_kwargs["mindscape"]
+    assert parts["answer"] == "in the cave beneath the lighthouse" and parts["question"] == Q
+    assert "tale, chunk 5" in [p["place"] for p in parts["passages"]]
+    assert all(p["quote"] in last.text for p in parts["passages"])
+    assert (parts["rounds"], parts["llm_calls"], parts["answer_round"]) == (1, 0, 1)
+
+
 def test_a_chat_ui_message_of_text_blocks_is_read_as_its_text(tmp_path: Path) -> None:
     blocks = [{"type": "text", "text": Q}]
     assert ask(chat_app(), blocks, tmp_path).startswith("in the cave beneath the lighthouse")
@@ -79,6 +90,11 @@ def test_a_follow_up_is_asked_with_the_thread_before_it(tmp_path: Path) -> None:
     assert got == "What did Tobin do after he hid the gold?"
     assert "Q: Who hid the gold?\nA: Tobin" in prompts[0]
     assert standalone("Where is the lighthouse?", history, rewrite) == "Where is the lighthouse?"
+    # a rewrite that echoes a question already asked is no rewrite: the earlier question goes along
+    for echo in ("Who hid the gold?", "and what did he do next"):
+        assert standalone("And what did he do next?", history, lambda _, e=echo: e) == (
+            "Who hid the gold? And what did he do next?"
+        )
     # in a thread: the second turn sees the first
     r = FakeRetriever()
     app = chat_app(r)

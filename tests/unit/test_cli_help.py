@@ -41,7 +41,7 @@ COMMANDS = _commands(build_parser())
 
 
 def test_the_commands_are_all_there():
-    assert set(COMMANDS) == DATA_COMMANDS | {"model install"}
+    assert set(COMMANDS) == DATA_COMMANDS | {"model install", "ui"}
 
 
 @pytest.mark.parametrize("words", sorted(COMMANDS))

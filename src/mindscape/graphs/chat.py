@@ -48,13 +48,20 @@ FOLLOW_UP = re.compile(
 )
 """Words that make a short question lean on the turns before it."""
 
-REWRITE_PROMPT = """Earlier in this conversation about a book:
+REWRITE_PROMPT = """Rewrite a follow-up question about a book so that it can be understood on its
+own: put the names from the conversation in place of pronouns (he, she, they, it) and say what
+"next" or "then" follows. Reply with the question only.
+
+Example:
+Q: Who gave Tom the key?
+A: His uncle Ben
+Last question: What did he open with it?
+Rewritten: What did Tom open with the key his uncle Ben gave him?
+
+Earlier in this conversation:
 {history}
-
-Rewrite the last question so that it can be understood without the conversation: put the
-names in place of pronouns and say what "next" or "then" follows. Reply with the question only.
-
-Last question: {question}"""
+Last question: {question}
+Rewritten:"""
 
 
 @dataclass(kw_only=True)
@@ -112,30 +119,53 @@ def standalone(question: str, history: list[tuple[str, str]], rewrite: Any | Non
         text = " ".join(
             str(rewrite(REWRITE_PROMPT.format(history=lines, question=question))).split()
         )
-        if text and len(text) < 4 * len(question) + 200:
-            return text.strip('"')
+        text = text.strip('"')
+        said = {key(q) for q, _ in history} | {key(question)}  # an echo is no rewrite
+        if text and len(text) < 4 * len(question) + 200 and key(text) not in said:
+            return text
     return f"{history[-1][0]} {question}"
 
 
-def reply_text(out: dict[str, Any]) -> str:
-    """The answer, the passages it read (quoted, with their place) and one line of cost."""
-    lines = [out.get("answer") or "I could not find an answer in the book."]
+def key(question: str) -> str:
+    """A question's words, lower-cased, without punctuation (to tell an echo)."""
+    return " ".join(re.findall(r"\w+", question.lower()))
+
+
+def reply_parts(out: dict[str, Any], asked: str = "") -> dict[str, Any]:
+    """What a reply shows, as data: the answer, the passages it read (quoted, with their
+    place), the round that answered, and the run's rounds, calls and tokens. The chat page
+    (``ui/``) renders it from the message's ``additional_kwargs["mindscape"]``; other front
+    ends read :func:`reply_text`."""
     step: dict[str, Any] = dict(answer_step(out) or {})
     passages = list(step.get("passages") or [])
     places = list(step.get("read") or [])
     if not passages:  # an extractive answer read whole passages: quote those
         by_id = {e["unit_id"]: e for e in out.get("evidence") or []}
         passages = [by_id[u]["text"] for u in places if u in by_id]
-    if passages:
+    return {
+        "question": asked,
+        "answer": out.get("answer") or "I could not find an answer in the book.",
+        "passages": [
+            {"quote": quote(text), "place": place_of(places[n]) if n < len(places) else ""}
+            for n, text in enumerate(passages)
+        ],
+        "answer_round": out.get("answer_round", 1),
+        **{k: out.get(k, 0) for k in ("rounds", "llm_calls", "tokens_in", "tokens_out")},
+    }
+
+
+def reply_text(parts: dict[str, Any]) -> str:
+    """The answer, the passages it read (quoted, with their place) and one line of cost."""
+    lines = [parts["answer"]]
+    if parts["passages"]:
         lines.append("")
-        lines.append(f"Read (round {out.get('answer_round', 1)}):")
-        for n, text in enumerate(passages):
-            place = f" ({place_of(places[n])})" if n < len(places) else ""
-            lines.append(f"> {quote(text)}{place}")
+        lines.append(f"Read (round {parts['answer_round']}):")
+        for p in parts["passages"]:
+            lines.append(f"> {p['quote']}" + (f" ({p['place']})" if p["place"] else ""))
     lines.append("")
     lines.append(
-        f"{out.get('rounds', 0)} round(s) · {out.get('llm_calls', 0)} LLM call(s) · "
-        f"{out.get('tokens_in', 0)} tokens in · {out.get('tokens_out', 0)} out"
+        f"{parts['rounds']} round(s) · {parts['llm_calls']} LLM call(s) · "
+        f"{parts['tokens_in']} tokens in · {parts['tokens_out']} out"
     )
     return "\n".join(lines)
 
@@ -144,7 +174,10 @@ def quote(text: str) -> str:
     """A passage on one line, cut to :data:`QUOTE_CHARS` around its end (where the answer
     tends to be in a focused window)."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= QUOTE_CHARS else "…" + flat[-QUOTE_CHARS:]
+    if len(flat) <= QUOTE_CHARS:
+        return flat
+    tail = flat[-QUOTE_CHARS:]
+    return "…" + (tail.split(" ", 1)[1] if " " in tail[:40] else tail)  # from a whole word
 
 
 def place_of(unit_id: str) -> str:
@@ -164,11 +197,16 @@ def make_ask_book(deps: Deps, qa: QAGraph) -> Any:
     def ask_book(state: MessagesState, runtime: Runtime[ChatContext]) -> dict[str, Any]:
         ctx = runtime.context if isinstance(runtime.context, Context) else ChatContext()
         try:
-            return {"messages": [AIMessage(content=_answer(state["messages"], ctx))]}
+            parts = _answer(state["messages"], ctx)
+            return {
+                "messages": [
+                    AIMessage(content=reply_text(parts), additional_kwargs={"mindscape": parts})
+                ]
+            }
         except (ChatInputError, MindscapeError, ValueError) as exc:
             return {"messages": [AIMessage(content=" ".join(str(exc).split()))]}
 
-    def _answer(messages: list[AnyMessage], ctx: Context) -> str:
+    def _answer(messages: list[AnyMessage], ctx: Context) -> dict[str, Any]:
         if not messages or not isinstance(messages[-1], HumanMessage):
             raise ChatInputError("Send a question about the book as a message.")
         question = message_text(messages[-1])
@@ -182,7 +220,7 @@ def make_ask_book(deps: Deps, qa: QAGraph) -> Any:
         out = dict(qa.invoke(payload, context=run))
         for key in ("llm_calls", "tokens_in", "tokens_out"):  # the rewrite counts too
             out[key] = out.get(key, 0) + getattr(usage, key.removeprefix("llm_"))
-        return reply_text(out)
+        return reply_parts(out, asked)
 
     return ask_book
 
