@@ -10,7 +10,7 @@ export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install model embedder-gemma ranker demo ui ui-build browser test check test-unit lint lock bench clean
+.PHONY: install model embedder-gemma ranker router demo ui ui-build browser test check test-unit lint lock bench clean
 
 install: $(STAMP)
 
@@ -54,6 +54,11 @@ TRAIN ?= ../shared/train
 BENCH ?= ../shared/bench
 ranker: $(STAMP)
 	$(PY) benchmarks/train_ranker.py --train $(TRAIN) --bench $(BENCH) --out src/mindscape/data/ranker
+
+# The layer router (off by default, Context.read_summaries) ships in src/mindscape/data/router
+# (model card there); this retrains it from the FairytaleQA train questions in seconds.
+router: $(STAMP)
+	$(PY) benchmarks/train_layer_router.py --train $(TRAIN) --bench $(BENCH) --out src/mindscape/data/router
 
 demo: model
 	$(VENV)/bin/mindscape demo

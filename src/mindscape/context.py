@@ -251,6 +251,16 @@ class Context:
             "rank fusion)."
         ),
     )
+    read_summaries: Literal["off", "routed", "always"] = field(
+        default="off",
+        metadata=_d(
+            "Whether the local model reads a retrieved session summary (the episodic layer) "
+            "before its best window, instead of its two best windows: never, when the layer "
+            "router (a classifier trained on FairytaleQA train questions) says an open question "
+            "needs more than one passage, or always. Only presets that retrieve the episodic "
+            "layer have summaries to read. Off by default: no dev run has shown either to help."
+        ),
+    )
     focus_windows: int = field(
         default=2,
         metadata=_d(

@@ -159,6 +159,9 @@ class Attempt(TypedDict):
     """The focused passages an LLM answerer read, word for word (empty without focus)."""
     ranker: NotRequired[str]
     """Which evidence ranker ordered the focused passages (``learned`` or ``fused``)."""
+    summary: NotRequired[str]
+    """The session summary (episodic unit id) the local reader read before its best window,
+    when it read one (``Context.read_summaries``)."""
 
 
 class UpdateNote(TypedDict):

@@ -142,6 +142,7 @@ def answer_request(state: QAState, ctx: Context, focus: int) -> AnswerRequest:
         focus_tokens=focus,
         focus_window=ctx.focus_window,
         focus_windows=ctx.focus_windows,
+        read_summaries=ctx.read_summaries,
         seen=[t for a in state.get("attempts") or [] for t in a.get("passages") or []],
     )
 

@@ -46,6 +46,14 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--limit", type=int, default=None, help="first N questions only")
     p.add_argument(
+        "--doc-id",
+        dest="doc_ids",
+        action="append",
+        default=None,
+        metavar="ID",
+        help="only this document's questions (repeat for several books)",
+    )
+    p.add_argument(
         "--per-doc",
         type=int,
         default=None,
@@ -71,6 +79,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--index-only", action="store_true", help="build the stores, answer nothing")
     add_context_option(p, "evidence_ranker", choices=RANKER_NAMES)
+    add_context_option(p, "read_summaries", choices=["off", "routed", "always"])
 
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
@@ -166,7 +175,10 @@ def _eval_settings(
     notice), `resolved` what they resolve to."""
     from mindscape.eval.runner import EvalSettings
 
-    same = ("dataset", "split", "limit", "per_doc", "sample", "seed", "concurrency", "pooled")
+    same = (
+        "dataset", "split", "limit", "doc_ids", "per_doc", "sample", "seed", "concurrency",
+        "pooled",
+    )  # fmt: skip
     return EvalSettings(
         **{name: getattr(args, name) for name in same},  # the options of the same name
         bench=Path(args.bench),

@@ -50,6 +50,8 @@ class EvalSettings:
     out: Path
     stores: Path
     limit: int | None = None
+    doc_ids: list[str] | None = None
+    """Only these documents' questions (None: every document's)."""
     per_doc: int | None = None
     """At most this many questions per document (before `limit`)."""
     sample: int | None = None
@@ -152,6 +154,7 @@ def split_questions(settings: EvalSettings) -> list[BenchQuestion]:
         settings.dataset,
         settings.split,
         limit=settings.limit,
+        doc_ids=settings.doc_ids,
         per_doc=settings.per_doc,
         sample=settings.sample,
         seed=settings.seed,
@@ -290,6 +293,7 @@ def _settings_dict(s: EvalSettings) -> dict[str, Any]:
         "presets": s.presets,
         "limit": s.limit,
         "per_doc": s.per_doc,
+        **({"doc_ids": s.doc_ids} if s.doc_ids else {}),
         "sample": s.sample,
         "seed": s.seed,
         "concurrency": s.concurrency,

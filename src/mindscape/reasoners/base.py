@@ -80,6 +80,9 @@ class AnswerRequest:
     0 reads all of them in story order."""
     seen: list[str] = field(default_factory=list)
     """Texts earlier attempts of the question read (a refining round reads new ones)."""
+    read_summaries: str = "off"
+    """Whether the local reader reads a retrieved session summary before its best window:
+    ``off``, ``routed`` (when the layer router says the question needs one) or ``always``."""
 
 
 @dataclass(kw_only=True)

@@ -36,6 +36,7 @@ from mindscape.reasoners.base import (
     UpdateRequest,
     UpdateResult,
 )
+from mindscape.reasoners.layer_router import load_router
 from mindscape.reasoners.offline import OfflineReasoner
 from mindscape.reasoners.prompting import (
     focus_query,
@@ -120,6 +121,24 @@ class LLMReasoner:
         0.095, docs/results.md)."""
         return self.ranker if req.task == "open" else FusedRanker()
 
+    def session_for(self, req: AnswerRequest) -> EvidenceItem | None:
+        """The retrieved session summary this open question reads first, if any: the best
+        scored episodic passage not read before, when ``req.read_summaries`` is ``always``,
+        or ``routed`` and the layer router says the question needs more than one passage
+        (:mod:`mindscape.reasoners.layer_router`)."""
+        if req.read_summaries == "off" or req.task != "open":
+            return None
+        sessions = [
+            p for p in req.passages if p["layer"] == "episodic" and p["text"] not in req.seen
+        ]
+        if not sessions:
+            return None
+        if req.read_summaries == "routed":
+            router = load_router()
+            if router is None or not router.wants_summary(req.question):
+                return None
+        return max(sessions, key=lambda p: p["score"])
+
     def _llm(self, usage: Usage) -> LLM:
         return LLM(self.chat, settings=self.settings, cache=self.cache, usage=usage)
 
@@ -180,10 +199,15 @@ class LLMReasoner:
         focused = self._focus(req) if req.focus_tokens else []
         if self.settings.backend == "local":  # a small model: one focused passage, plain words
             best = focus.best_windows(focused, req.focus_windows)
+            session = self.session_for(req) if best else None
+            if session is not None:  # the plot first, then the best sentence's window
+                best = [session, *best[:1]]
             shown = best or in_order(req.passages, max(200, req.focus_tokens or 600))
             attempt = self.plain_answer(req, shown, usage)
             if best:
                 attempt["ranker"] = self.ranker_for(req).name
+            if session is not None:
+                attempt["summary"] = session["unit_id"]
             return attempt
         prompt, shown = render_answer(req, focused, self.passage_tokens)
         out = self._ask(usage, prompt, ANSWER)

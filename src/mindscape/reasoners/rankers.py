@@ -191,24 +191,23 @@ class RankerFileError(RuntimeError):
     """The learned ranker's files are missing or do not match their sha256."""
 
 
-def check_files(path: Path) -> dict[str, Any]:
-    """The ranker's manifest, after checking every file it lists against its sha256."""
+def check_files(path: Path, fix: str = "make ranker") -> dict[str, Any]:
+    """A shipped model's manifest, after checking every file it lists against its sha256;
+    `fix` is the command that rebuilds it, named in the error."""
     manifest = path / MANIFEST
     if not manifest.is_file():
-        raise RankerFileError(f"no learned ranker at {path} (run `make ranker` to train one)")
+        raise RankerFileError(f"no model at {path} (run `{fix}` to train one)")
     try:
         meta = json.loads(manifest.read_text())
         files: dict[str, str] = meta["sha256"]
     except (ValueError, KeyError, TypeError) as exc:
-        raise RankerFileError(f"{manifest} is damaged ({exc}); run `make ranker`") from None
+        raise RankerFileError(f"{manifest} is damaged ({exc}); run `{fix}`") from None
     for name, digest in files.items():
         f = path / name
         if not f.is_file():
-            raise RankerFileError(f"the learned ranker lacks {name} (run `make ranker`)")
+            raise RankerFileError(f"{path} lacks {name} (run `{fix}`)")
         if hashlib.sha256(f.read_bytes()).hexdigest() != digest:
-            raise RankerFileError(
-                f"the learned ranker's {name} does not match its sha256 (run `make ranker`)"
-            )
+            raise RankerFileError(f"{path / name} does not match its sha256 (run `{fix}`)")
     return meta
 
 
