@@ -32,7 +32,7 @@ import json, re, resource, sys, time, zlib
 from pathlib import Path
 import numpy as np
 from langchain_core.embeddings import Embeddings
-from mindscape.memory.indexer import Indexer
+from mindscape.memory.build.indexer import Indexer
 from mindscape.memory.store import MemoryStore
 from mindscape.sources import read_text_file
 

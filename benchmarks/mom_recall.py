@@ -87,7 +87,7 @@ from common import (  # noqa: E402
 )
 
 from mindscape.eval.metrics import bootstrap_ci  # noqa: E402
-from mindscape.memory.indexer import LLM_PARTS, IndexConfig  # noqa: E402
+from mindscape.memory.build.indexer import LLM_PARTS, IndexConfig  # noqa: E402
 
 DATASET = "fairytaleqa"
 K = 10
@@ -348,7 +348,7 @@ class Builder:
         return self._llm[key]
 
     def indexer_for(self, m: Memory) -> Any:
-        from mindscape.memory.indexer import Indexer
+        from mindscape.memory.build.indexer import Indexer
 
         if m.indexer is None:
             llm = None if m.kind == "offline" else self.llm_for(m.kind)
@@ -368,7 +368,7 @@ class Builder:
         return m.indexer
 
     def local_evaluator(self) -> Any:
-        from mindscape.memory.mom_paths import default_evaluator
+        from mindscape.memory.mom.paths import default_evaluator
 
         if self.args.local_model:
             from mindscape.llm.logprobs import LocalScorer
@@ -379,8 +379,8 @@ class Builder:
     def build(self, docs: Sequence[Any]) -> None:
         """Every story into every store (the offline one first; each LLM store skips what it
         holds the same way)."""
+        from mindscape.memory.build.indexer import is_current, vectors_intact
         from mindscape.memory.cache import content_key
-        from mindscape.memory.indexer import is_current, vectors_intact
 
         for n, doc in enumerate(docs, 1):
             for m in self.memories.values():

@@ -52,12 +52,12 @@ from mindscape.eval.bench import gold_spans, load_documents, load_questions  # n
 from mindscape.eval.metrics import (
     recall_at_k,  # noqa: E402
 )
-from mindscape.memory.activation import activate  # noqa: E402
+from mindscape.memory.build.indexer import IndexConfig, parse_llm_parts  # noqa: E402
 from mindscape.memory.cache import IndexCache, content_key  # noqa: E402
-from mindscape.memory.indexer import IndexConfig, parse_llm_parts  # noqa: E402
-from mindscape.memory.retriever import RetrievalSettings, Retriever  # noqa: E402
-from mindscape.memory.scope import DOC_CONTEXTS, top_rows  # noqa: E402
-from mindscape.memory.signature import SignatureParams  # noqa: E402
+from mindscape.memory.retrieval.retriever import RetrievalSettings, Retriever  # noqa: E402
+from mindscape.memory.retrieval.scope import DOC_CONTEXTS, top_rows  # noqa: E402
+from mindscape.memory.signature.activation import activate  # noqa: E402
+from mindscape.memory.signature.sigma import SignatureParams  # noqa: E402
 from mindscape.retrieval_defaults import (  # noqa: E402
     default_params,
     default_retriever,

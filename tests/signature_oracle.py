@@ -1,6 +1,6 @@
 """Reference implementations of the MiA signature, for the tests only.
 
-The production code (:mod:`mindscape.memory.signature`, :mod:`mindscape.memory.retriever`)
+The production code (:mod:`mindscape.memory.signature.sigma`, :mod:`mindscape.memory.retrieval.retriever`)
 computes the signature from arrays the retriever prepares; these functions compute the same
 things the slow, literal way (the objective's three terms, a vector-level coverage greedy,
 member-chunk match, signature scores), so that the tests can check the fast paths against
@@ -13,7 +13,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from mindscape.memory.signature import (  # the small array helpers are shared
+from mindscape.memory.signature.sigma import (  # the small array helpers are shared
     SignatureMode,
     SignatureParams,
     _as_index,

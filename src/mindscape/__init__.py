@@ -27,10 +27,10 @@ _EXPORTS: dict[str, str] = {
     "LLM": "mindscape.llm",
     "LLMSettings": "mindscape.llm",
     "Usage": "mindscape.llm",
-    "Indexer": "mindscape.memory.indexer",
-    "IndexConfig": "mindscape.memory.index_config",
+    "Indexer": "mindscape.memory.build.indexer",
+    "IndexConfig": "mindscape.memory.build.config",
     "MemoryStore": "mindscape.memory.store",
-    "Retriever": "mindscape.memory.retriever",
+    "Retriever": "mindscape.memory.retrieval.retriever",
     "load_embedder": "mindscape.embeddings",
     "MindscapeError": "mindscape.errors",
 }

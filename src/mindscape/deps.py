@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from mindscape.context import Context
+    from mindscape.memory.retrieval.protocol import MemoryRetriever
     from mindscape.memory.store import MemoryStore
-    from mindscape.memory.types import MemoryRetriever
     from mindscape.reasoners.base import Reasoner
     from mindscape.reasoners.rankers import Ranker
 
@@ -136,8 +136,8 @@ class Deps:
     store: MemoryStore | None = None
     """Default: opened from Context.store / MINDSCAPE_STORE."""
     retriever: MemoryRetriever | None = None
-    """Anything with `signature` and `retrieve` (:class:`~mindscape.memory.types.MemoryRetriever`);
-    default: a `mindscape.memory.retriever.Retriever` on the store."""
+    """Anything with `signature` and `retrieve` (:class:`~mindscape.memory.retrieval.protocol.MemoryRetriever`);
+    default: a `mindscape.memory.retrieval.retriever.Retriever` on the store."""
     chat: BaseChatModel | None = None
     """A chat model for the LLM roles; default built from `llm_settings` when needed."""
     llm_settings: LLMSettings | None = None
@@ -177,7 +177,7 @@ class Deps:
         """The retriever: injected, else one per store (cached)."""
         if self.retriever is not None:
             return self.retriever
-        from mindscape.memory.retriever import Retriever
+        from mindscape.memory.retrieval.retriever import Retriever
 
         store = self.get_store(ctx)
         embedder = self.get_embedder()

@@ -33,14 +33,14 @@ from typing import Any
 import numpy as np
 
 from mindscape import prompts
-from mindscape.memory.chunking import Chunk, iter_chunks
-from mindscape.memory.index_doc import SUMMARY_PASSAGE_TOKENS, DocText, summary_words
-from mindscape.memory.index_outline import SECTION_TOKENS, max_items, sections
-from mindscape.memory.indexer import IndexConfig
-from mindscape.memory.mom_paths import BREAK_CHARS
-from mindscape.memory.outline import Section
-from mindscape.memory.summarize import SentenceBank
-from mindscape.memory.windows import windows
+from mindscape.memory.build.chunking import Chunk, iter_chunks
+from mindscape.memory.build.document import SUMMARY_PASSAGE_TOKENS, DocText, summary_words
+from mindscape.memory.build.indexer import IndexConfig
+from mindscape.memory.build.outline import SECTION_TOKENS, max_items, sections
+from mindscape.memory.build.summarize import SentenceBank
+from mindscape.memory.build.windows import windows
+from mindscape.memory.mom.outline import Section
+from mindscape.memory.mom.paths import BREAK_CHARS
 from mindscape.prompts import answer as answer_prompt
 from mindscape.prompts import mom as mom_prompt
 from mindscape.prompts import outline as outline_prompt

@@ -2,8 +2,8 @@
 
 The driver (this process) owns the store; Ray workers build. For every book the store does not
 already hold the same way, a Ray task builds its units and vectors in a scratch cache of its
-own (:meth:`~mindscape.memory.indexer.Indexer.build`) and returns them with that cache's rows;
-the driver writes each book as it comes back (:class:`~mindscape.memory.indexer.IndexWriter`),
+own (:meth:`~mindscape.memory.build.indexer.Indexer.build`) and returns them with that cache's rows;
+the driver writes each book as it comes back (:class:`~mindscape.memory.build.indexer.IndexWriter`),
 so a killed run keeps every book it finished and the next run skips them. A worker on the
 store's machine reads the store's cache before embedding, so nothing the store already
 embedded is embedded again. A book that fails
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mindscape.errors import InputError
-from mindscape.memory.indexer import (
+from mindscape.memory.build.indexer import (
     BuiltDoc,
     IndexConfig,
     Indexer,

@@ -14,7 +14,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from mindscape.context import Context
-from mindscape.memory.retriever import Retriever
+from mindscape.memory.retrieval.retriever import Retriever
 from mindscape.memory.settings import RetrievalSettings, SignatureParams
 from mindscape.memory.store import MemoryStore
 
@@ -46,7 +46,7 @@ def default_settings(**overrides: Any) -> RetrievalSettings:
 
 
 def default_retriever(store: MemoryStore, embedder: Embeddings, **kwargs: Any) -> Retriever:
-    """A :class:`~mindscape.memory.retriever.Retriever` whose calls default to a default
+    """A :class:`~mindscape.memory.retrieval.retriever.Retriever` whose calls default to a default
     run's settings (`kwargs` go to its constructor: a counter, cache sizes)."""
     return Retriever(
         store, embedder, params=default_params(), settings=default_settings(), **kwargs

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mindscape.memory.indexer import IndexConfig, Indexer
+from mindscape.memory.build.indexer import IndexConfig, Indexer
 from mindscape.memory.store import MemoryStore
 from tests.conftest import STORY
 from tests.fakes import HashingEmbedder

@@ -102,8 +102,8 @@ def test_index_estimate_counts_the_mom_paths_and_their_scoring(
 ) -> None:
     """Three paths (the default): three outline calls per section, and the evaluator's reads
     that choose among them as `mom_score`, within 20% of what the index then does."""
-    import mindscape.memory.index_outline as indexer_outline
-    import mindscape.memory.indexer as indexer
+    import mindscape.memory.build.indexer as indexer
+    import mindscape.memory.build.outline as indexer_outline
 
     evaluator = _CountingEvaluator()
     monkeypatch.setattr(indexer, "default_evaluator", lambda: evaluator)
@@ -234,7 +234,7 @@ def test_index_summaries_estimate_matches_its_second_pass_and_a_plain_reindex_ke
 ) -> None:
     """`index --summaries`: the plain index first, then only session-summary calls, each
     reading the session's central sentences; estimated within 20%; kept by a plain index."""
-    from mindscape.memory.index_config import SUMMARIES_INPUT_TOKENS
+    from mindscape.memory.build.config import SUMMARIES_INPUT_TOKENS
     from mindscape.memory.store import MemoryStore
 
     store = tmp_path / "store"

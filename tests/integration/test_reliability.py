@@ -154,7 +154,7 @@ def test_the_api_key_never_leaves_the_request(
 _CHUNK_CHILD = r"""
 import json, sys
 from pathlib import Path
-from mindscape.memory.chunking import iter_chunks
+from mindscape.memory.build.chunking import iter_chunks
 from mindscape.sources import read_text_file
 from mindscape.tokens import default_counter
 
@@ -206,7 +206,7 @@ def test_a_store_answers_only_with_the_embedder_it_was_indexed_with(
 ) -> None:
     """Another embedder's query vectors would be compared with the store's: refused, at
     ask time and when adding a document, with what to pass instead."""
-    from mindscape.memory.indexer import Indexer
+    from mindscape.memory.build.indexer import Indexer
     from mindscape.memory.store import MemoryStore
     from tests.fakes import HashingEmbedder
     from tests.integration.conftest import QA_DOC

@@ -151,8 +151,8 @@ def test_deps_are_lazy_and_injected_objects_win(
     assert d.embedder is None and d.store is None and d.chat is None  # nothing built yet
     with pytest.raises(StoreError, match="MINDSCAPE_STORE"):
         d.get_store(Context().resolved())
-    from mindscape.memory.retriever import Retriever
-    from mindscape.memory.types import MemoryRetriever
+    from mindscape.memory.retrieval.protocol import MemoryRetriever
+    from mindscape.memory.retrieval.retriever import Retriever
 
     r = FakeRetriever()
     assert isinstance(r, MemoryRetriever) and issubclass(Retriever, MemoryRetriever)

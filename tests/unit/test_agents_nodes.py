@@ -157,7 +157,7 @@ def test_collapsed_tree_packs_all_layers_into_one_budget() -> None:
 
 
 def test_collapse_keeps_the_best_scores_across_layers_within_the_budget() -> None:
-    from mindscape.memory.raptor_collapse import collapse
+    from mindscape.memory.retrieval.raptor_collapse import collapse
     from mindscape.memory.types import Hit
 
     def hit(layer: str, uid: str, score: float, tokens: int) -> Hit:

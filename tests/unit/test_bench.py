@@ -361,7 +361,7 @@ def test_a_store_indexed_by_an_llm_is_its_own_and_holds_its_summaries(tmp_path, 
     from pathlib import Path
 
     from mindscape.llm import LLM, LLMSettings
-    from mindscape.memory.indexer import IndexConfig
+    from mindscape.memory.build.indexer import IndexConfig
     from tests.fakes import HashingEmbedder, ScriptedChatModel
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))

@@ -12,10 +12,10 @@ import dataclasses
 import numpy as np
 import pytest
 
+from mindscape.memory.build.indexer import IndexConfig, Indexer
 from mindscape.memory.embed_cache import in_context, text_key
-from mindscape.memory.indexer import IndexConfig, Indexer
-from mindscape.memory.retriever import Retriever
-from mindscape.memory.scope import Scope
+from mindscape.memory.retrieval.retriever import Retriever
+from mindscape.memory.retrieval.scope import Scope
 from mindscape.memory.settings import RetrievalSettings
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS

@@ -11,9 +11,10 @@ import pytest
 
 from mindscape.cli import main
 from mindscape.llm import LLM, LLMSettings
-from mindscape.memory.index_outline import item_regions
-from mindscape.memory.indexer import IndexConfig, Indexer
-from mindscape.memory.mom_paths import (
+from mindscape.memory.build.indexer import IndexConfig, Indexer
+from mindscape.memory.build.outline import item_regions
+from mindscape.memory.mom.outline import Section
+from mindscape.memory.mom.paths import (
     BREAK_CHARS,
     SAMPLING,
     CachedEvaluator,
@@ -21,7 +22,6 @@ from mindscape.memory.mom_paths import (
     clarity,
     completeness,
 )
-from mindscape.memory.outline import Section
 from mindscape.memory.store import MemoryStore
 from mindscape.tokens import default_counter
 from tests.conftest import STORY

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from mindscape.llm.logprobs import yes_share
-from mindscape.memory.mom_select import (
+from mindscape.memory.mom.select import (
     chunk_clarity,
     core_completeness,
     perplexity,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mindscape.memory.ranking import (
+from mindscape.memory.retrieval.ranking import (
     BM25Index,
     dedupe_near,
     hybrid_scores,

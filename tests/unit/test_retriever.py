@@ -18,10 +18,10 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 import mindscape.memory
-from mindscape.memory import signature as sg
-from mindscape.memory.indexer import IndexConfig, Indexer
-from mindscape.memory.retriever import Retriever
-from mindscape.memory.signature_select import member_match
+from mindscape.memory.build.indexer import IndexConfig, Indexer
+from mindscape.memory.retrieval.retriever import Retriever
+from mindscape.memory.signature import sigma as sg
+from mindscape.memory.signature.select import member_match
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS
 from mindscape.retrieval_defaults import (
@@ -459,7 +459,7 @@ def test_gate_scales_alpha_by_activation_confidence(retriever):
 def test_the_gate_reads_the_runs_activation_not_the_retrievers(retriever):
     """The α gate's confidence comes from the activation the run chose σ with (its K0 and
     E1 in ``settings.signature_params``), not from the retriever's own defaults."""
-    from mindscape.memory.conditioning import resolve_signature
+    from mindscape.memory.signature.conditioning import resolve_signature
 
     q = "river stone"  # two stories have a river
     sig = retriever.signature(q)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mindscape.memory.settings import SignatureParams
-from mindscape.memory.signature import (
+from mindscape.memory.signature.sigma import (
     conditioned_scores,
     first_k,
     greedy_select,

@@ -6,7 +6,7 @@ rounds (+1). Per enabled layer the retriever ranks units by the signature-condit
 is never fed twice), and packs the rest into the layer's token budget, per probe
 (`budget_scope="probe"`, ComoRAG) or shared by the round's probes (`"round"`). With
 `collapse` (RAPTOR) the layers are ranked together and packed into one budget
-(:mod:`mindscape.memory.raptor_collapse`).
+(:mod:`mindscape.memory.retrieval.raptor_collapse`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from mindscape.agents._common import Node, doc_scope, emit, to_item, to_sig_unit
 from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
-from mindscape.memory.raptor_collapse import collapse
+from mindscape.memory.retrieval.raptor_collapse import collapse
 from mindscape.state import EvidenceItem, ProbeHits, QAState
 
 

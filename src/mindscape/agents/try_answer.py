@@ -28,7 +28,7 @@ from mindscape.agents.budget import spent_budget
 from mindscape.context import Context, ctx_of
 from mindscape.deps import Deps
 from mindscape.llm import Usage
-from mindscape.memory.ranking import pack_budget
+from mindscape.memory.retrieval.ranking import pack_budget
 from mindscape.reasoners import grounding
 from mindscape.reasoners.base import AnswerRequest
 from mindscape.state import Attempt, EvidenceItem, EvidenceNote, Grounding, QAState

@@ -17,10 +17,10 @@ from mindscape.commands.common import (
     warn,
 )
 from mindscape.errors import InputError
-from mindscape.memory.index_config import IndexConfig
+from mindscape.memory.build.config import IndexConfig
 
 if TYPE_CHECKING:
-    from mindscape.memory.indexer import IndexReport
+    from mindscape.memory.build.indexer import IndexReport
     from mindscape.memory.store import MemoryStore
 
 
@@ -232,7 +232,7 @@ def _index_all(
     fingerprint of the plain index an LLM pass adds to. (The reports, the failed books.)"""
     from mindscape.embeddings import load_embedder, resolve_spec, spec_model_id
     from mindscape.library import BookFailure, index_library
-    from mindscape.memory.indexer import Indexer
+    from mindscape.memory.build.indexer import Indexer
 
     if llm is None and args.index_llm_parts is not None and not args.summaries:
         warn("--index-llm-parts has no effect without an index LLM (--index-llm or an endpoint)")
@@ -278,7 +278,7 @@ def _add_summaries(
     cached as it comes, so a stopped run resumes where it stopped."""
     from mindscape.embeddings import spec_model_id
     from mindscape.estimate import config_cost
-    from mindscape.memory.indexer import IndexWriter
+    from mindscape.memory.build.indexer import IndexWriter
 
     llm = llm_from_args(args, store.cache, index_llm=True)
     enriched = _summaries_config(args, config)
@@ -318,7 +318,7 @@ def _summaries_config(args: argparse.Namespace, config: IndexConfig) -> IndexCon
     the `--index-llm-parts`), each from its passages' most central sentences."""
     from dataclasses import replace
 
-    from mindscape.memory.index_config import SUMMARIES_INPUT_TOKENS
+    from mindscape.memory.build.config import SUMMARIES_INPUT_TOKENS
 
     parts = args.llm_parts if args.index_llm_parts is not None else ("episodic",)
     return replace(config, llm_parts=parts, summary_input_tokens=SUMMARIES_INPUT_TOKENS)
@@ -335,7 +335,7 @@ def _report_line(r: IndexReport) -> str:
 
 def _llm_parts(args: argparse.Namespace) -> tuple[str, ...]:
     """The parts `--index-llm-parts` names (all of them when it is not given)."""
-    from mindscape.memory.indexer import LLM_PARTS, parse_llm_parts
+    from mindscape.memory.build.indexer import LLM_PARTS, parse_llm_parts
 
     if args.index_llm_parts is None:
         return LLM_PARTS
@@ -355,7 +355,7 @@ def _config(args: argparse.Namespace) -> IndexConfig:
 def _estimate(args: argparse.Namespace, docs: list) -> int:
     """`index --estimate`: the cost of indexing `docs`, with and without an index LLM."""
     from mindscape.estimate import config_cost
-    from mindscape.memory.indexer import LLM_PARTS
+    from mindscape.memory.build.indexer import LLM_PARTS
 
     settings = settings_from_args(
         args, index_llm=getattr(args, "index_llm", None) or args.summaries or None

@@ -5,7 +5,7 @@ sentence span) and cached as one array per chunk: row 0 the chunk, then its sent
 texts (summaries, outline items) are embedded and cached one vector per text, under
 :func:`text_key`. So are the chunks in their document's context (:func:`in_context`: the
 title, a blank line, the chunk), which retrieval reads back from the cache by the same key
-(:mod:`~mindscape.memory.scope`). Every batch is committed as it is produced, so an
+(:mod:`~mindscape.memory.retrieval.scope`). Every batch is committed as it is produced, so an
 interrupted run keeps what it embedded.
 """
 
@@ -20,8 +20,8 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from mindscape.embeddings import FlagEmbedder, encode
+from mindscape.memory.build.chunking import Chunk
 from mindscape.memory.cache import content_key
-from mindscape.memory.chunking import Chunk
 from mindscape.memory.store import MemoryStore
 
 Bar = Callable[..., Any]

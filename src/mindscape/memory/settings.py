@@ -70,7 +70,7 @@ class SignatureParams:
     candidate chunks (0 for sessions with none); ``"mean"`` = the average of the two."""
     match: MatchSource
     """How m(s, c_i) is computed by the retriever: ``"summary"`` = cosine of summary and
-    chunk plus ``window_boost`` in the window (:func:`~mindscape.memory.signature.match_matrix`);
+    chunk plus ``window_boost`` in the window (:func:`~mindscape.memory.signature.sigma.match_matrix`);
     ``"members"`` = the best cosine between the chunk and the session's member chunks (1 in the
     window); ``"window"`` = 1 in the window, else 0 (pure rank-weighted mass)."""
     activation: Activation
@@ -143,7 +143,7 @@ class RetrievalSettings:
     doc_context: str = DOC_CONTEXT
     """A chunk's dense cosine: ``plain`` (its own vector), ``prefixed`` (its vector with the
     document's title before it) or ``max`` (the higher of the two; see
-    :meth:`~mindscape.memory.scope.Scope.chunk_dense`)."""
+    :meth:`~mindscape.memory.retrieval.scope.Scope.chunk_dense`)."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:

@@ -7,10 +7,7 @@ layer maps back to source text.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
-
-if TYPE_CHECKING:  # settings imports LAYERS from here
-    from mindscape.memory.settings import RetrievalSettings, SignatureParams
+from typing import Any, Literal
 
 Layer = Literal["veridical", "episodic", "semantic", "outline"]
 LAYERS: tuple[Layer, ...] = ("veridical", "episodic", "semantic", "outline")
@@ -71,36 +68,3 @@ class SignatureUnit:
     """Marginal gain terms at the step it was picked: `query`, `coverage`, `diversity`, `total`."""
     rank: int = 0
     """Position in the signature (0 = picked first)."""
-
-
-@runtime_checkable
-class MemoryRetriever(Protocol):
-    """What the QA agent needs from a retriever: a signature, and hits per layer.
-
-    :class:`mindscape.memory.retriever.Retriever` is the implementation; tests and parent
-    agents may inject anything with these two methods (``Deps(retriever=...)``).
-    """
-
-    def signature(
-        self,
-        query: str,
-        *,
-        doc_ids: set[str] | None = None,
-        method: str = "coverage",
-        params: SignatureParams | None = None,
-        extra_text: str = "",
-    ) -> list[SignatureUnit]:
-        """The signature σ for `query`: session summaries chosen by `method`."""
-        ...
-
-    def retrieve(
-        self,
-        query: str,
-        *,
-        signature: list[SignatureUnit] | None = None,
-        doc_ids: set[str] | None = None,
-        settings: RetrievalSettings | None = None,
-        exclude: set[str] | frozenset[str] = frozenset(),
-    ) -> dict[Layer, list[Hit]]:
-        """Per layer: hits ranked by the σ-conditioned score, minus `exclude`, within budget."""
-        ...

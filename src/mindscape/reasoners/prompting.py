@@ -12,7 +12,7 @@ from __future__ import annotations
 from mindscape import prompts
 from mindscape.answers import LETTERS
 from mindscape.llm import approx_tokens
-from mindscape.memory.ranking import pack_budget
+from mindscape.memory.retrieval.ranking import pack_budget
 from mindscape.prompts import answer as answer_prompt
 from mindscape.prompts import encode as encode_prompt
 from mindscape.prompts import fuse as fuse_prompt

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from mindscape.memory.ranking import BM25Index
+from mindscape.memory.retrieval.ranking import BM25Index
 from mindscape.reasoners.text import content_words
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The semantic layer: a RAPTOR tree (Sarthi et al., 2024) of cluster summaries.
 
 Level 0 soft-clusters the chunks (PCA → Gaussian mixture, count by BIC; see
-:mod:`mindscape.memory.cluster`) and summarises each cluster; every next level clusters the
+:mod:`mindscape.memory.build.cluster`) and summarises each cluster; every next level clusters the
 summaries of the level below, until one root remains, a level no longer reduces, or
 ``max_levels`` is reached. Every node keeps the chunks it covers.
 """
@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from mindscape.memory.cluster import ClusterParams, soft_clusters
+from mindscape.memory.build.cluster import ClusterParams, soft_clusters
 from mindscape.memory.embed_cache import Bar
-from mindscape.memory.index_doc import DocText, Summarizer
+from mindscape.memory.build.document import DocText, Summarizer
 from mindscape.memory.types import Unit
 from mindscape.prompts import summarize as summary_prompt
 

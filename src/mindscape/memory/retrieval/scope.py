@@ -22,7 +22,7 @@ import numpy as np
 from cachetools import LRUCache
 
 from mindscape.memory.embed_cache import EMB_NS, in_context, text_key
-from mindscape.memory.ranking import BM25Index
+from mindscape.memory.retrieval.ranking import BM25Index
 from mindscape.memory.settings import DOC_CONTEXT, DOC_CONTEXTS
 from mindscape.memory.store import LayerView, MemoryStore
 from mindscape.memory.types import LAYERS, Layer

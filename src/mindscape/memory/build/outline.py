@@ -5,11 +5,11 @@ split into parts of at most ``max_section_chunks`` chunks), else one per episodi
 Offline, each section is one item whose core content is an extractive summary. With an LLM,
 each section yields items with a title, core content and atomic chunks written as
 ``head…[MASK]…tail`` anchors, resolved exactly (then fuzzily) in the section text
-(:func:`mindscape.memory.outline.resolve_anchor`); the items partition the section, each
+(:func:`mindscape.memory.mom.outline.resolve_anchor`); the items partition the section, each
 covering the chunks from its first anchor to the next item's (:func:`item_regions`), or
 the whole section when none of its anchors resolved. With ``paths`` > 1 each section gets
 that many candidate memories (greedy, then sampled) and an evaluator model chooses one
-(:mod:`mindscape.memory.mom_paths`); its scores are kept in the units' ``meta["mom"]``.
+(:mod:`mindscape.memory.mom.paths`); its scores are kept in the units' ``meta["mom"]``.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from typing import Any, NamedTuple
 from mindscape import prompts
 from mindscape.llm.output import LLMOutputError
 from mindscape.memory.embed_cache import Bar
-from mindscape.memory.index_doc import DocText
-from mindscape.memory.mom_paths import AtomicChunk, Evaluator, choose, path_clients
-from mindscape.memory.outline import Section, detect_sections, resolve_anchor
-from mindscape.memory.summarize import extractive_summary
+from mindscape.memory.build.document import DocText
+from mindscape.memory.mom.paths import AtomicChunk, Evaluator, choose, path_clients
+from mindscape.memory.mom.outline import Section, detect_sections, resolve_anchor
+from mindscape.memory.build.summarize import extractive_summary
 from mindscape.memory.types import Unit
-from mindscape.memory.windows import windows
+from mindscape.memory.build.windows import windows
 from mindscape.prompts import outline as outline_prompt
 from mindscape.tokens import TokenCounter
 

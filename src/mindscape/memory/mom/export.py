@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mindscape import prompts
-from mindscape.memory.index_outline import SECTION_TOKENS
+from mindscape.memory.build.outline import SECTION_TOKENS
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import Unit
 from mindscape.prompts import mom as mom_prompt

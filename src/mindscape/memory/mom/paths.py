@@ -3,7 +3,7 @@
 The expert prompt is sampled N times (Zhao et al., 2025): path 0 is the client as configured
 (greedy, temperature 0 by default, so one path is exactly the single-candidate memory), and
 path i ≥ 1 decodes with :data:`SAMPLING` and seed i. An evaluator model then scores each
-candidate from its token probabilities, with the formulas of :mod:`~mindscape.memory.mom_select`:
+candidate from its token probabilities, with the formulas of :mod:`~mindscape.memory.mom.select`:
 
 * chunk clarity: for each pair of adjacent atomic chunks, P("yes") to
   :data:`~mindscape.prompts.mom.BREAK` shown the end of the first chunk and the start of the
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mindscape import prompts
 from mindscape.memory.cache import content_key
-from mindscape.memory.mom_select import chunk_clarity, completeness_of, rrf_select
+from mindscape.memory.mom.select import chunk_clarity, completeness_of, rrf_select
 from mindscape.prompts import mom as mom_prompt
 from mindscape.tokens import TokenCounter
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from mindscape import prompts
 from mindscape.memory.embed_cache import Bar
-from mindscape.memory.index_doc import DocText
+from mindscape.memory.build.document import DocText
 from mindscape.prompts import triples as triples_prompt
 
 

@@ -1,11 +1,11 @@
 """One retriever for the agent and the benchmarks: the MiA signature and tri-layer retrieval.
 
 This module is the facade; each concept lives in a module named for it:
-:mod:`~mindscape.memory.scope` (the cached arrays of a document set),
-:mod:`~mindscape.memory.activation` (E1), :mod:`~mindscape.memory.signature_select` (σ over
-the index; the math is :mod:`~mindscape.memory.signature`),
-:mod:`~mindscape.memory.conditioning` (s(σ,u), the α gate, the per-query plan) and
-:mod:`~mindscape.memory.late_fusion` (MoM) and :mod:`~mindscape.memory.raptor_collapse`
+:mod:`~mindscape.memory.retrieval.scope` (the cached arrays of a document set),
+:mod:`~mindscape.memory.signature.activation` (E1), :mod:`~mindscape.memory.signature.select` (σ over
+the index; the math is :mod:`~mindscape.memory.signature.sigma`),
+:mod:`~mindscape.memory.signature.conditioning` (s(σ,u), the α gate, the per-query plan) and
+:mod:`~mindscape.memory.retrieval.late_fusion` (MoM) and :mod:`~mindscape.memory.retrieval.raptor_collapse`
 (RAPTOR's collapsed tree over the hits of every layer). The settings a retriever takes,
 :class:`SignatureParams` and :class:`RetrievalSettings`, live in the leaf
 :mod:`~mindscape.memory.settings` (re-exported here); the run's
@@ -39,11 +39,9 @@ from cachetools import LRUCache
 from langchain_core.embeddings import Embeddings
 
 from mindscape.embeddings import embedder_id, encode_query
-from mindscape.memory.activation import activate
-from mindscape.memory.conditioning import QueryPlan, gated_alpha, layer_scores, resolve_signature
-from mindscape.memory.late_fusion import late_fusion
-from mindscape.memory.ranking import pack_budget
-from mindscape.memory.scope import Scope, top_rows
+from mindscape.memory.retrieval.late_fusion import late_fusion
+from mindscape.memory.retrieval.ranking import pack_budget
+from mindscape.memory.retrieval.scope import Scope, top_rows
 from mindscape.memory.settings import (
     CHUNK_MODES,
     SIGNATURE_MODES,
@@ -51,7 +49,14 @@ from mindscape.memory.settings import (
     RetrievalSettings,
     SignatureParams,
 )
-from mindscape.memory.signature_select import select_signature
+from mindscape.memory.signature.activation import activate
+from mindscape.memory.signature.conditioning import (
+    QueryPlan,
+    gated_alpha,
+    layer_scores,
+    resolve_signature,
+)
+from mindscape.memory.signature.select import select_signature
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS, Hit, Layer, SignatureUnit
 from mindscape.tokens import TokenCounter, default_counter

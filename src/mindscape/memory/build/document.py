@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from mindscape import prompts
-from mindscape.memory.chunking import Chunk
-from mindscape.memory.summarize import SentenceBank, extractive_summary
+from mindscape.memory.build.chunking import Chunk
+from mindscape.memory.build.summarize import SentenceBank, extractive_summary
 from mindscape.memory.types import Layer, Unit
 from mindscape.prompts import summarize as summary_prompt
 from mindscape.tokens import TokenCounter

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from mindscape.memory.sentence_split import Span, split_sentences
+from mindscape.memory.build.sentence_split import Span, split_sentences
 from mindscape.tokens import TokenCounter
 
 BLOCK_CHARS = 1 << 20

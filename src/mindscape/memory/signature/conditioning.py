@@ -18,11 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mindscape.memory import signature as sig
-from mindscape.memory.activation import activate
-from mindscape.memory.ranking import hybrid_scores
-from mindscape.memory.scope import Scope
+from mindscape.memory.retrieval.ranking import hybrid_scores
+from mindscape.memory.retrieval.scope import Scope
 from mindscape.memory.settings import RetrievalSettings
+from mindscape.memory.signature import sigma as sig
+from mindscape.memory.signature.activation import activate
 from mindscape.memory.types import Layer, SignatureUnit
 
 
@@ -164,7 +164,7 @@ def layer_scores(
     The query score is the dense cosine, or in hybrid mode on the veridical layer the min-max
     fusion of dense and BM25; the fused score is ``(1-α)·query + α·signature``. A chunk's
     dense cosine reads its document's context as ``settings.doc_context`` says
-    (:meth:`~mindscape.memory.scope.Scope.chunk_dense`).
+    (:meth:`~mindscape.memory.retrieval.scope.Scope.chunk_dense`).
     """
     view = plan.scope.views[layer]
     if not len(view):

@@ -10,7 +10,7 @@ summary that beats a chunk takes its place. The ``raptor`` preset turns it on
 
 from __future__ import annotations
 
-from mindscape.memory.ranking import pack_budget
+from mindscape.memory.retrieval.ranking import pack_budget
 from mindscape.memory.types import Hit, Layer
 
 

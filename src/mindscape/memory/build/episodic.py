@@ -1,15 +1,15 @@
 """The episodic layer (ComoRAG): one summary per window of W consecutive chunks.
 
 Windows partition the chunks in source order (shorter windows for short texts, see
-:func:`mindscape.memory.windows.windows`); each chunk records the window it belongs to.
+:func:`mindscape.memory.build.windows.windows`); each chunk records the window it belongs to.
 """
 
 from __future__ import annotations
 
 from mindscape.memory.embed_cache import Bar
-from mindscape.memory.index_doc import DocText, Summarizer
+from mindscape.memory.build.document import DocText, Summarizer
 from mindscape.memory.types import Unit
-from mindscape.memory.windows import windows
+from mindscape.memory.build.windows import windows
 from mindscape.prompts import summarize as summary_prompt
 
 

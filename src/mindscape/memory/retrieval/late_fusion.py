@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mindscape.memory.conditioning import QueryPlan, layer_scores
-from mindscape.memory.ranking import dedupe_near
-from mindscape.memory.scope import top_rows
+from mindscape.memory.retrieval.ranking import dedupe_near
+from mindscape.memory.retrieval.scope import top_rows
+from mindscape.memory.signature.conditioning import QueryPlan, layer_scores
 from mindscape.memory.types import LAYERS
 
 

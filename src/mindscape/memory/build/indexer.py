@@ -4,9 +4,9 @@ Stages, each with its own progress bar: chunk → embed chunks (and their senten
 episodic sessions → semantic tree → MoM outline (with an LLM, N candidate memories per
 section and one chosen by an evaluator model) → (triples, with an LLM) → embed units →
 write. The indexer orchestrates; each layer has its builder, a function from the document's
-chunks to its units: :mod:`~mindscape.memory.index_episodic`,
-:mod:`~mindscape.memory.index_raptor`, :mod:`~mindscape.memory.index_outline`,
-:mod:`~mindscape.memory.index_triples`, over :mod:`~mindscape.memory.index_doc` (the
+chunks to its units: :mod:`~mindscape.memory.build.episodic`,
+:mod:`~mindscape.memory.build.raptor`, :mod:`~mindscape.memory.build.outline`,
+:mod:`~mindscape.memory.build.triples`, over :mod:`~mindscape.memory.build.document` (the
 document, its chunks as veridical units, and its summariser) and
 :mod:`~mindscape.memory.embed_cache`. With an LLM, :attr:`IndexConfig.llm_parts` says which
 parts it writes (episodic, semantic, outline, triples; default all); the others are built as
@@ -17,7 +17,7 @@ stopped, and adding a document touches only that document.
 Each chunk also gets a second embedding in its document's context (the title, or the doc id
 where there is none, before the chunk: :func:`~mindscape.memory.embed_cache.in_context`).
 It is not a layer: it stays in the cache, and the manifest's ``doc_context`` names the
-context it was made with, from which retrieval finds it (:mod:`~mindscape.memory.scope`).
+context it was made with, from which retrieval finds it (:mod:`~mindscape.memory.retrieval.scope`).
 A document indexed before there were such vectors, or whose title changed, is not rebuilt:
 the next ``index`` of it embeds only these vectors (see :meth:`Indexer.index`).
 """
@@ -35,21 +35,21 @@ from langchain_core.embeddings import Embeddings
 
 from mindscape.embeddings import embedder_id
 from mindscape.memory.cache import content_key
-from mindscape.memory.chunking import BLOCK_CHARS, Chunk, iter_chunks
+from mindscape.memory.build.chunking import BLOCK_CHARS, Chunk, iter_chunks
 from mindscape.memory.embed_cache import EmbedCache, EmbedStats, in_context
-from mindscape.memory.index_config import (
+from mindscape.memory.build.config import (
     LLM_PARTS,
     PART_GROUPS,
     IndexConfig,
     ordered_parts,
     parse_llm_parts,
 )
-from mindscape.memory.index_doc import DocText, Summarizer, doc_text, veridical_units
-from mindscape.memory.index_episodic import episodic_units
-from mindscape.memory.index_outline import outline_units
-from mindscape.memory.index_raptor import raptor_units
-from mindscape.memory.index_triples import chunk_triples
-from mindscape.memory.mom_paths import CachedEvaluator, Evaluator, default_evaluator
+from mindscape.memory.build.document import DocText, Summarizer, doc_text, veridical_units
+from mindscape.memory.build.episodic import episodic_units
+from mindscape.memory.build.outline import outline_units
+from mindscape.memory.build.raptor import raptor_units
+from mindscape.memory.build.triples import chunk_triples
+from mindscape.memory.mom.paths import CachedEvaluator, Evaluator, default_evaluator
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS, Unit
 from mindscape.tokens import TokenCounter, default_counter
@@ -381,7 +381,7 @@ class _DocRun:
                 self.doc_id, self.text, chunks, arrays, self.embed.dim, ix.counter
             )
         with ix._stage(self.report, "embed_context"):
-            # cached only: retrieval reads them back by content (memory/scope.py)
+            # cached only: retrieval reads them back by content (memory/retrieval/scope.py)
             self.embed.texts(
                 [in_context(self.context, c.text) for c in chunks],
                 f"{self.doc_id} · embed chunks in context",

@@ -11,12 +11,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mindscape.memory.cache import content_key
-from mindscape.memory.cluster import ClusterParams
+from mindscape.memory.build.cluster import ClusterParams
 
 COVERAGE = "anchor-to-next-item"
 """How an LLM outline item maps to chunks (in the index fingerprint: a store built under
 another rule is re-indexed, from the cached answers). See
-:func:`~mindscape.memory.index_outline.item_regions`."""
+:func:`~mindscape.memory.build.outline.item_regions`."""
 
 LLM_PARTS: tuple[str, ...] = ("episodic", "semantic", "outline", "triples")
 """The index parts an LLM can write (the indexer's stages, the estimate's parts): the session
@@ -70,7 +70,7 @@ class IndexConfig:
     """Length of session and cluster summaries."""
     summary_input_tokens: int = 0
     """With an index LLM: a summary reads its passages' most central sentences, this many
-    tokens of them (:func:`~mindscape.memory.summarize.extractive_summary`), instead of the
+    tokens of them (:func:`~mindscape.memory.build.summarize.extractive_summary`), instead of the
     passages themselves (0: the passages, up to 6,000 tokens). ``index --summaries`` reads
     :data:`SUMMARIES_INPUT_TOKENS`: a prompt a third as long for a local model."""
     core_tokens: int = 120
