@@ -33,8 +33,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import average_precision_score, roc_auc_score
 from sklearn.pipeline import make_pipeline
 
-from mindscape.reasoners.layer_router import MODEL_FILE, THRESHOLD
-from mindscape.reasoners.rankers import MANIFEST
+from mindscape.reasoners.layer_router import THRESHOLD
+from mindscape.reasoners.rankers import MANIFEST, MODEL_FILE
 
 SEED = 0
 C = 1.0

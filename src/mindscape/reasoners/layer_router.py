@@ -22,19 +22,17 @@ best windows, as before. Files that are missing or damaged log one warning and r
 from __future__ import annotations
 
 import logging
-import pickle
 import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from mindscape.reasoners.rankers import RankerFileError, check_files
+from mindscape.reasoners.rankers import load_model
 
 logger = logging.getLogger(__name__)
 
 ROUTER_DIR = Path(__file__).resolve().parent.parent / "data" / "router"
 """Where the shipped layer router lives (model, sha256 manifest, model card)."""
-MODEL_FILE = "model.pkl"
 THRESHOLD = 0.5
 """The classifier's own decision boundary (balanced class weights): not tuned."""
 
@@ -47,18 +45,9 @@ class LayerRouter:
 
     @classmethod
     def load(cls, path: Path) -> LayerRouter:
-        """The pipeline in ``path``, after its files are checked against their sha256."""
-        import sklearn
-
-        meta = check_files(path, fix="make router")
-        need = meta.get("sklearn")
-        if need and need != sklearn.__version__:
-            raise RankerFileError(
-                f"the layer router was saved with scikit-learn {need}, this is "
-                f"{sklearn.__version__} (run `make router`)"
-            )
-        with (path / MODEL_FILE).open("rb") as f:
-            return cls(pickle.load(f))  # noqa: S301 - our own file, checked by its sha256
+        """The pipeline in ``path``, written by ``make router`` (see
+        :func:`~mindscape.reasoners.rankers.load_model`)."""
+        return cls(load_model(path, "the layer router", "make router"))
 
     def summary_share(self, question: str) -> float:
         """How likely the question needs more than one passage (0–1)."""

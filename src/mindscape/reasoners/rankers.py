@@ -167,19 +167,8 @@ class LearnedRanker:
 
     @classmethod
     def load(cls, path: Path) -> LearnedRanker:
-        """The model in ``path`` (after :func:`check_files`): a pickle written by
-        ``make ranker`` with the scikit-learn version it needs."""
-        import sklearn
-
-        meta = check_files(path)
-        need = meta.get("sklearn")
-        if need and need != sklearn.__version__:
-            raise RankerFileError(
-                f"the learned ranker was saved with scikit-learn {need}, this is "
-                f"{sklearn.__version__} (run `make ranker`)"
-            )
-        with (path / MODEL_FILE).open("rb") as f:
-            return cls(pickle.load(f))  # noqa: S301 - our own file, checked by its sha256
+        """The model in ``path``, written by ``make ranker`` (see :func:`load_model`)."""
+        return cls(load_model(path, "the learned ranker", "make ranker"))
 
     def scores(self, question: str, cands: Sequence[Candidate]) -> list[float]:
         if not cands:
@@ -209,6 +198,23 @@ def check_files(path: Path, fix: str = "make ranker") -> dict[str, Any]:
         if hashlib.sha256(f.read_bytes()).hexdigest() != digest:
             raise RankerFileError(f"{path / name} does not match its sha256 (run `{fix}`)")
     return meta
+
+
+def load_model(path: Path, what: str, fix: str) -> Any:
+    """The pickled scikit-learn model ``path/model.pkl``, after :func:`check_files` and only
+    with the scikit-learn version that wrote it (a pickle runs code when loaded); `what`
+    names it and `fix` is the command that rebuilds it, in the error."""
+    import sklearn
+
+    meta = check_files(path, fix=fix)
+    need = meta.get("sklearn")
+    if need and need != sklearn.__version__:
+        raise RankerFileError(
+            f"{what} was saved with scikit-learn {need}, this is {sklearn.__version__} "
+            f"(run `{fix}`)"
+        )
+    with (path / MODEL_FILE).open("rb") as f:
+        return pickle.load(f)  # noqa: S301 - our own file, checked by its sha256
 
 
 _LOADED: dict[str, Ranker] = {}
