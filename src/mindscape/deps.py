@@ -34,15 +34,20 @@ if TYPE_CHECKING:
 
     from mindscape.context import Context
     from mindscape.memory.retrieval.protocol import MemoryRetriever
+    from mindscape.memory.settings import RetrievalSettings, SignatureParams
     from mindscape.memory.store import MemoryStore
     from mindscape.reasoners.base import Reasoner
+    from mindscape.reasoners.offline import OfflineReasoner
     from mindscape.reasoners.rankers import Ranker
+    from mindscape.run import Run
 
 logger = logging.getLogger(__name__)
 _LOCK = threading.RLock()
 _STORES: dict[str, Any] = {}
 _RETRIEVERS: dict[tuple[str, int], Any] = {}
 _VECTORS: dict[tuple[int, int], Any] = {}
+RUNS_KEPT = 32
+"""Resolved runs a :class:`Deps` keeps, by their context object (concurrent Studio runs)."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +153,7 @@ class Deps:
     usage: Usage = field(default_factory=Usage)
     """Ledger of every LLM call made through these deps (all runs, per role)."""
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _runs: dict[int, tuple[Any, Run]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def default(cls) -> Deps:
@@ -177,6 +183,15 @@ class Deps:
         """The retriever: injected, else one per store (cached)."""
         if self.retriever is not None:
             return self.retriever
+        run = ctx.resolved()  # the fallbacks; the nodes pass their settings per call
+        return self._retriever(run, run.signature_params(), run.retrieval_settings())
+
+    def _retriever(
+        self, ctx: Context, params: SignatureParams, settings: RetrievalSettings
+    ) -> MemoryRetriever:
+        """:meth:`get_retriever` with the run's settings already derived."""
+        if self.retriever is not None:
+            return self.retriever
         from mindscape.memory.retrieval.retriever import Retriever
 
         store = self.get_store(ctx)
@@ -184,22 +199,64 @@ class Deps:
         key = (str(store.path), id(embedder))
         with _LOCK:
             if key not in _RETRIEVERS:
-                run = ctx.resolved()  # the fallbacks; the nodes pass their settings per call
-                _RETRIEVERS[key] = Retriever(
-                    store,
-                    embedder,
-                    params=run.signature_params(),
-                    settings=run.retrieval_settings(),
-                )
+                _RETRIEVERS[key] = Retriever(store, embedder, params=params, settings=settings)
             return _RETRIEVERS[key]
 
     def documents(self, ctx: Context) -> set[str] | None:
         """Ids of the documents in the store (None when the store cannot list them)."""
-        retriever = self.get_retriever(ctx)
+        return self._documents(self.get_retriever(ctx))
+
+    def _documents(self, retriever: MemoryRetriever) -> set[str] | None:
         store = getattr(retriever, "store", None) or self.store
         if store is None or not hasattr(store, "documents"):
             return None
         return {d["doc_id"] for d in store.documents()}
+
+    # ---- a run, resolved once
+    def run(self, runtime: Any) -> Run:
+        """What this run uses, resolved once (:class:`mindscape.run.Run`). `runtime` is a
+        node's LangGraph ``Runtime`` or a context (a :class:`Context`, a dict or None); a run
+        is kept by its context object, so every node of one run reads the same one."""
+        from mindscape.context import Context, ctx_of
+
+        raw = getattr(runtime, "context", runtime)
+        keep = isinstance(raw, Context | dict)  # None and foreign contexts: the defaults, fresh
+        with _LOCK:
+            hit = self._runs.get(id(raw)) if keep else None
+            if hit is not None and hit[0] is raw:
+                return hit[1]
+        run = self._resolve(ctx_of(raw))
+        if keep:
+            with _LOCK:
+                self._runs[id(raw)] = (raw, run)
+                while len(self._runs) > RUNS_KEPT:
+                    self._runs.pop(next(iter(self._runs)))
+        return run
+
+    def _resolve(self, ctx: Context) -> Run:
+        """:meth:`run` for a resolved Context, top down: what the Context decides, then which
+        model answers, then the objects built from both."""
+        from mindscape.reasoners.offline import OfflineReasoner
+        from mindscape.run import Run
+
+        params, settings = ctx.signature_params(), ctx.retrieval_settings()
+        calibration = ctx.offline_calibration()
+        choice = self.choice(ctx)
+        roles = run_roles(ctx.llm_roles, local=choice.local)
+        retriever = self._retriever(ctx, params, settings)
+        vectors = self._vectors(retriever)
+        offline = OfflineReasoner(vectors, **calibration)
+        return Run(
+            ctx=ctx,
+            choice=choice,
+            roles=tuple(roles),
+            retriever=retriever,
+            vectors=vectors,
+            offline=offline,
+            reasoner=offline if choice.reasoner == "extractive" else self._llm(ctx, offline, roles),
+            token_budget=token_budget(ctx.max_tokens, ctx.local_max_tokens, local=choice.local),
+            documents=self._documents(retriever),
+        )
 
     # ---- reasoners
     def settings(self) -> LLMSettings:
@@ -240,9 +297,11 @@ class Deps:
 
     def sentence_vectors(self, ctx: Context) -> Any:
         """Sentence vectors over the run's store (memo shared across runs)."""
+        return self._vectors(self.get_retriever(ctx))
+
+    def _vectors(self, retriever: MemoryRetriever) -> Any:
         from mindscape.reasoners.sentence_vectors import SentenceVectors
 
-        retriever = self.get_retriever(ctx)
         store = getattr(retriever, "store", None)
         embedder = getattr(retriever, "embedder", None) or self.get_embedder()
         key = (id(store), id(embedder))
@@ -257,9 +316,7 @@ class Deps:
 
     def offline_reasoner(self, ctx: Context) -> Any:
         """The extractive reasoner with the run's calibration."""
-        from mindscape.reasoners.offline import OfflineReasoner
-
-        return OfflineReasoner(self.sentence_vectors(ctx), **ctx.offline_calibration())
+        return self.run(ctx).offline
 
     def get_chat(self) -> BaseChatModel:
         """The chat model (built from the LLM settings on first use)."""
@@ -277,21 +334,20 @@ class Deps:
 
     def reasoner(self, ctx: Context) -> Reasoner:
         """The reasoner behind the LLM roles for this run."""
-        offline = self.offline_reasoner(ctx)
-        choice = self.choice(ctx)
-        if choice.reasoner == "extractive":
-            return offline
+        return self.run(ctx).reasoner
+
+    def _llm(self, ctx: Context, offline: OfflineReasoner, roles: list[str]) -> Reasoner:
+        """The LLM reasoner of a resolved run: the chat model, the roles it plays, the
+        extractive reasoner for the rest."""
         from mindscape.reasoners.llm import LLMReasoner
 
         chat = self.get_chat()
-        settings = self.llm_settings or LLMSettings(backend="openai")
-        roles = run_roles(ctx.llm_roles, local=choice.local)
         return LLMReasoner(
             chat,
             offline,
-            settings=settings,
+            settings=self.llm_settings or LLMSettings(backend="openai"),
             shared=self._cache,
-            passage_tokens=int(ctx.resolved().llm_passage_tokens or 0),
+            passage_tokens=int(ctx.llm_passage_tokens or 0),
             roles=roles,
             option_scoring=ctx.mc_scoring == "logprob",
             ranker=self.get_ranker(ctx) if "answer" in roles else None,

@@ -169,6 +169,34 @@ def test_deps_are_lazy_and_injected_objects_win(
     assert Deps().backend(Context().resolved()) == "llm"
 
 
+def test_a_run_is_resolved_once_and_every_node_reads_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mindscape.deps import Deps
+    from mindscape.graphs.qa import build_qa_graph
+    from tests.fakes import FakeRetriever
+
+    r = FakeRetriever()
+    deps = Deps(retriever=r, embedder=r.embedder)
+    resolved: list[Context] = []
+    real = Deps._resolve
+
+    def counting(self: Deps, ctx: Context):  # type: ignore[no-untyped-def]
+        resolved.append(ctx)
+        return real(self, ctx)
+
+    monkeypatch.setattr(Deps, "_resolve", counting)
+    ctx = Context(preset="mindscape", backend="extractive", max_rounds=3)
+    app = build_qa_graph(deps).compile()
+    out = app.invoke({"question": "Where did Tobin hide the gold?"}, context=ctx)
+    assert out["rounds"] >= 1 and len(resolved) == 1  # five nodes, every round: one resolve
+    run = deps.run(ctx)
+    assert run.ctx.signature_k == resolved[0].signature_k and run.retriever is r
+    assert deps.run(Runtime(context=ctx)) is run  # a node's runtime finds the same run
+    assert deps.run(Context(preset="naive", backend="extractive")) is not run
+    assert deps.run(None) is not deps.run(None)  # no context: the defaults, never kept
+
+
 def test_series_scope_reaches_the_retriever() -> None:
     from mindscape.agents._common import doc_scope
 

@@ -23,10 +23,11 @@ import numpy as np
 from langgraph.runtime import Runtime
 
 from mindscape.agents._common import Node, cost, emit
-from mindscape.context import Context, ctx_of
+from mindscape.context import Context
 from mindscape.deps import Deps
 from mindscape.llm import Usage
 from mindscape.reasoners.base import EncodeGroup, EncodeRequest, EncodeResult
+from mindscape.run import Run
 from mindscape.state import EvidenceNote, QAState
 
 
@@ -112,12 +113,13 @@ def round_groups(state: QAState, ctx: Context, round_: int) -> list[EncodeGroup]
     return [*unencoded_groups(state, round_), *groups] if ctx.defer_encode else groups
 
 
-def fuse_history(deps: Deps, ctx: Context, state: QAState) -> list[EvidenceNote]:
+def fuse_history(run: Run, state: QAState) -> list[EvidenceNote]:
     """Mem-Fuse's input: the earlier notes (fusion cues aside) most related to the question."""
+    ctx = run.ctx
     prior = [u for u in state.get("evidence_memory") or [] if u["layer"] != "fusion"]
     if not (ctx.fuse and prior):
         return []
-    vectors = deps.sentence_vectors(ctx)
+    vectors = run.vectors
     probes = np.vstack([vectors.query(u["probe"]) for u in prior])
     vecs = probes + vectors.pooled([u["cue"] for u in prior])  # ComoRAG embeds probe + cue
     return related_half(vectors.query(state["question"]), prior, vecs, ctx.fuse_fraction)
@@ -141,7 +143,8 @@ def make_evidence_fuse(deps: Deps) -> Node:
     """The `evidence_fuse` node bound to `deps`."""
 
     def evidence_fuse(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = ctx_of(runtime)
+        run = deps.run(runtime)
+        ctx = run.ctx
         round_, question = state.get("rounds", 0), state["question"]
         notes = update_notes(state, round_)
         if ctx.encode == "none":
@@ -153,9 +156,9 @@ def make_evidence_fuse(deps: Deps) -> Node:
             emit(runtime, "encode", round=round_, units=0, deferred=True)
             return {}
         groups = round_groups(state, ctx, round_)
-        history = fuse_history(deps, ctx, state)
+        history = fuse_history(run, state)
         usage = Usage()
-        reasoner = deps.offline_reasoner(ctx) if ctx.encode == "notes" else deps.reasoner(ctx)
+        reasoner = run.offline if ctx.encode == "notes" else run.reasoner
         cues, fused = encode_groups(reasoner, question, groups, history, ctx, usage)
         units = encoded_notes(state, groups, cues)
         if fused:

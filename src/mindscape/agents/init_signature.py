@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from mindscape.agents._common import Node, doc_scope, emit, to_sig_item
-from mindscape.context import Context, ctx_of
+from mindscape.context import Context
 from mindscape.deps import Deps
 from mindscape.errors import StoreError
 from mindscape.state import COUNTERS, QAState, SignatureUpdate, canonical_task
@@ -39,12 +39,13 @@ def make_init_signature(deps: Deps) -> Node:
     """The `init_signature` node bound to `deps`."""
 
     def init_signature(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = ctx_of(runtime)
-        task = check_input(state, deps.documents(ctx))
+        run = deps.run(runtime)
+        ctx = run.ctx
+        task = check_input(state, run.documents)
         question = state["question"].strip()
         signature = []
         if ctx.signature != "none":
-            units = deps.get_retriever(ctx).signature(
+            units = run.retriever.signature(
                 question,
                 doc_ids=doc_scope(state),
                 method=str(ctx.signature),
@@ -83,7 +84,7 @@ def make_init_signature(deps: Deps) -> Node:
             "sufficient": False,
             "evidence": [],
             "stop_reason": "",
-            "token_budget": deps.token_budget(ctx),
+            "token_budget": run.token_budget,
         }
 
     return init_signature

@@ -31,10 +31,11 @@ from langgraph.runtime import Runtime
 
 from mindscape.agents._common import Node, best_attempt, cost, emit, layer_rank
 from mindscape.agents.budget import spent_budget
-from mindscape.context import Context, ctx_of
+from mindscape.context import Context
 from mindscape.deps import Deps
 from mindscape.llm import Usage
 from mindscape.reasoners.base import RefineRequest
+from mindscape.run import Run
 from mindscape.state import (
     Attempt,
     BudgetName,
@@ -162,15 +163,14 @@ def probe_request(
     )
 
 
-def self_probe(
-    deps: Deps, ctx: Context, state: QAState, latest: Attempt | None, usage: Usage
-) -> Outcome:
+def self_probe(run: Run, state: QAState, latest: Attempt | None, usage: Usage) -> Outcome:
     """Self-Probe (and the LLM's own decision): REFINE with new probes and the next query,
     ANSWER, or STOP when there is nothing new to try or its call used up a budget."""
+    ctx = run.ctx
     out = Outcome("REFINE", "refining", state.get("query") or state["question"])
     rewrite = bool(ctx.query_rewrite) and ctx.signature_update != "llm"
     if ctx.max_probes or rewrite:
-        result = deps.reasoner(ctx).refine(probe_request(state, ctx, latest, rewrite), usage=usage)
+        result = run.reasoner.refine(probe_request(state, ctx, latest, rewrite), usage=usage)
         out.probes = result.probes[: ctx.max_probes or 0]
         out.reason = result.reason or out.reason
         if result.decision == "ANSWER" and quote_found(latest):
@@ -206,10 +206,11 @@ def make_refine(deps: Deps) -> Node:
     """The `refine` node bound to `deps`."""
 
     def refine(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = ctx_of(runtime)
+        run = deps.run(runtime)
+        ctx = run.ctx
         latest = this_rounds_attempt(state)
         usage = Usage()
-        outcome = decide(state, ctx, latest) or self_probe(deps, ctx, state, latest, usage)
+        outcome = decide(state, ctx, latest) or self_probe(run, state, latest, usage)
         if outcome.decision == "ANSWER" and latest:
             best: Attempt | None = latest
         else:

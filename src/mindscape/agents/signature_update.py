@@ -19,10 +19,11 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from mindscape.agents._common import Node, cost, doc_scope, emit, to_sig_item
-from mindscape.context import Context, ctx_of
+from mindscape.context import Context
 from mindscape.deps import Deps
 from mindscape.llm import Usage
 from mindscape.reasoners.base import UpdateRequest
+from mindscape.run import Run
 from mindscape.state import (
     EvidenceItem,
     QAState,
@@ -49,15 +50,14 @@ def choose(ids: list[str] | None, pool: list[SignatureItem], k: int) -> list[Sig
     return (picked or pool)[:k]
 
 
-def reselect(
-    deps: Deps, ctx: Context, state: QAState, items: list[EvidenceItem]
-) -> list[SignatureItem]:
+def reselect(run: Run, state: QAState, items: list[EvidenceItem]) -> list[SignatureItem]:
     """The coverage-aware greedy again, with the question augmented by the round's best
     evidence; for MiA's UPDATE, a candidate set H_t twice σ's size to choose from."""
+    ctx = run.ctx
     params = ctx.signature_params()
     if ctx.signature_update == "llm":
         params.k = 2 * ctx.signature_k
-    units = deps.get_retriever(ctx).signature(
+    units = run.retriever.signature(
         state["question"],
         doc_ids=doc_scope(state),
         method="coverage",
@@ -68,8 +68,7 @@ def reselect(
 
 
 def llm_update(
-    deps: Deps,
-    ctx: Context,
+    run: Run,
     state: QAState,
     items: list[EvidenceItem],
     candidates: list[SignatureItem],
@@ -77,9 +76,10 @@ def llm_update(
 ) -> tuple[list[SignatureItem], SignatureUpdate]:
     """MiA's UPDATE call: σ chosen among the current units and the new candidates, with the
     decision, the next query and grounded evidence notes."""
+    ctx = run.ctx
     current = list(state.get("signature") or [])
     taken = {s["unit_id"] for s in current}
-    result = deps.reasoner(ctx).update(
+    result = run.reasoner.update(
         UpdateRequest(
             question=state["question"],
             query=state.get("query") or state["question"],
@@ -105,14 +105,15 @@ def make_signature_update(deps: Deps) -> Node:
     """The `signature_update` node bound to `deps`."""
 
     def signature_update(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = ctx_of(runtime)
+        run = deps.run(runtime)
+        ctx = run.ctx
         if ctx.signature_update == "none" or ctx.signature == "none":
             return {"update": SignatureUpdate()}
         items = [i for g in state.get("round_hits") or [] for i in g["items"]]
-        candidates = reselect(deps, ctx, state, items)
+        candidates = reselect(run, state, items)
         usage = Usage()
         if ctx.signature_update == "llm":
-            signature, update = llm_update(deps, ctx, state, items, candidates, usage)
+            signature, update = llm_update(run, state, items, candidates, usage)
         else:
             signature = candidates[: ctx.signature_k] or list(state.get("signature") or [])
             update = SignatureUpdate(decision=None, next_query=None, notes=[], reason="re-selected")

@@ -16,7 +16,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from mindscape.agents._common import Node, doc_scope, emit, to_item, to_sig_unit
-from mindscape.context import Context, ctx_of
+from mindscape.context import Context
 from mindscape.deps import Deps
 from mindscape.memory.retrieval.raptor_collapse import collapse
 from mindscape.state import EvidenceItem, ProbeHits, QAState
@@ -32,7 +32,8 @@ def make_tri_layer_retrieve(deps: Deps) -> Node:
     """The `tri_layer_retrieve` node bound to `deps`."""
 
     def tri_layer_retrieve(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = ctx_of(runtime)
+        run = deps.run(runtime)
+        ctx = run.ctx
         round_ = state.get("rounds", 0) + 1
         queries = list(state.get("pending_probes") or []) or [
             state.get("query") or state["question"]
@@ -40,7 +41,7 @@ def make_tri_layer_retrieve(deps: Deps) -> Node:
         signature = [to_sig_unit(s) for s in state.get("signature") or []]
         settings = ctx.retrieval_settings(round_budgets(ctx, len(queries)), signed=bool(signature))
         exclude = {i["unit_id"] for i in state.get("retrieved") or []}
-        retriever = deps.get_retriever(ctx)
+        retriever = run.retriever
         groups: list[ProbeHits] = []
         for query in queries:
             hits = retriever.retrieve(

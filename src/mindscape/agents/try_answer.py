@@ -25,7 +25,7 @@ from langgraph.runtime import Runtime
 
 from mindscape.agents._common import Node, cost, emit, layer_rank
 from mindscape.agents.budget import spent_budget
-from mindscape.context import Context, ctx_of
+from mindscape.context import Context
 from mindscape.deps import Deps
 from mindscape.llm import Usage
 from mindscape.memory.retrieval.ranking import pack_budget
@@ -151,15 +151,16 @@ def make_try_answer(deps: Deps) -> Node:
     """The `try_answer` node bound to `deps`."""
 
     def try_answer(state: QAState, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = ctx_of(runtime)
+        run = deps.run(runtime)
+        ctx = run.ctx
         round_ = state.get("rounds", 0)
         if defers(state, ctx):
             emit(runtime, "answer", round=round_, deferred=True)
             return {"over_budget": None}  # it defers only while every budget lasts
-        focus = int(ctx.focus_tokens or 0) if deps.llm_answers(ctx) else 0
+        focus = int(ctx.focus_tokens or 0) if run.llm_answers else 0
         req = answer_request(state, ctx, focus)
         usage = Usage()
-        attempt: Attempt = deps.reasoner(ctx).answer(req, usage=usage)
+        attempt: Attempt = run.reasoner.answer(req, usage=usage)
         attempt["round"] = round_
         attempt.setdefault("read", [p["unit_id"] for p in req.passages])
         attempt.setdefault("grounding", grounding_level(attempt))

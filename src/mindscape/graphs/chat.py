@@ -243,7 +243,7 @@ def _with_store(ctx: Context) -> Context:
 def _rewriter(deps: Deps, ctx: Context, usage: Usage) -> Any | None:
     """``prompt -> text`` with the run's LLM, counted in `usage` and the deps' ledger (None
     when the run answers extractively)."""
-    if not deps.llm_answers(ctx):
+    if not deps.run(ctx).llm_answers:  # the run the QA graph then reads (same context)
         return None
     from mindscape.llm import LLM
     from mindscape.tokens import default_counter
