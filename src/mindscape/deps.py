@@ -23,10 +23,11 @@ import logging
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from mindscape.errors import ModelError, StoreError
 from mindscape.llm import LLMSettings, Usage, resolve_backend
+from mindscape.run import BackendChoice, Run
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from mindscape.reasoners.base import Reasoner
     from mindscape.reasoners.offline import OfflineReasoner
     from mindscape.reasoners.rankers import Ranker
-    from mindscape.run import Run
 
 logger = logging.getLogger(__name__)
 _LOCK = threading.RLock()
@@ -48,29 +48,6 @@ _RETRIEVERS: dict[tuple[str, int], Any] = {}
 _VECTORS: dict[tuple[int, int], Any] = {}
 RUNS_KEPT = 32
 """Resolved runs a :class:`Deps` keeps, by their context object (concurrent Studio runs)."""
-
-
-@dataclass(frozen=True)
-class BackendChoice:
-    """Which model answers a run, as :func:`choose_backend` decides it."""
-
-    reasoner: Literal["extractive", "llm"]
-    """What plays the LLM roles: the extractive reasoner, or an LLM."""
-    settings: LLMSettings | None = None
-    """The LLM settings, with ``auto`` resolved unless a chat model was injected (then they
-    are the injected settings as given)."""
-    notice: str | None = None
-    """A one-line notice when ``auto`` fell back to extractive."""
-
-    @property
-    def local(self) -> bool:
-        """Whether the local model plays the LLM roles (it then plays fewer roles and caps
-        the token budget)."""
-        return (
-            self.reasoner == "llm"
-            and self.settings is not None
-            and self.settings.backend == "local"
-        )
 
 
 def choose_backend(run: str, settings: LLMSettings | None, *, chat: bool = False) -> BackendChoice:
@@ -237,7 +214,6 @@ class Deps:
         """:meth:`run` for a resolved Context, top down: what the Context decides, then which
         model answers, then the objects built from both."""
         from mindscape.reasoners.offline import OfflineReasoner
-        from mindscape.run import Run
 
         params, settings = ctx.signature_params(), ctx.retrieval_settings()
         calibration = ctx.offline_calibration()

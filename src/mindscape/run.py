@@ -12,13 +12,37 @@ token budget and the documents in the store. Every node of the run reads the sam
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from mindscape.llm.settings import LLMSettings
 
 if TYPE_CHECKING:
     from mindscape.context import Context
-    from mindscape.deps import BackendChoice
     from mindscape.memory.retrieval.protocol import MemoryRetriever
     from mindscape.reasoners.base import Reasoner
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    """Which model answers a run, as :func:`choose_backend` decides it."""
+
+    reasoner: Literal["extractive", "llm"]
+    """What plays the LLM roles: the extractive reasoner, or an LLM."""
+    settings: LLMSettings | None = None
+    """The LLM settings, with ``auto`` resolved unless a chat model was injected (then they
+    are the injected settings as given)."""
+    notice: str | None = None
+    """A one-line notice when ``auto`` fell back to extractive."""
+
+    @property
+    def local(self) -> bool:
+        """Whether the local model plays the LLM roles (it then plays fewer roles and caps
+        the token budget)."""
+        return (
+            self.reasoner == "llm"
+            and self.settings is not None
+            and self.settings.backend == "local"
+        )
 
 
 @dataclass(frozen=True)

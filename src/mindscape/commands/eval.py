@@ -20,9 +20,9 @@ from mindscape.errors import MindscapeError
 from mindscape.reasoners.rankers import RANKER_NAMES
 
 if TYPE_CHECKING:
-    from mindscape.deps import BackendChoice
     from mindscape.eval.runner import EvalSettings
     from mindscape.llm import LLMSettings
+    from mindscape.run import BackendChoice
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -59,20 +59,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from mindscape.serve import page_url, serve_static, start_langgraph_dev, stop
 
-    repo = Path(args.repo).resolve()
-    dist = Path(args.dist).resolve()
-    if not (repo / "langgraph.json").is_file():
-        raise StoreError(f"no langgraph.json in {repo}: run this from the repository root")
-    if not (dist / "index.html").is_file():
-        raise StoreError(f"no chat page at {dist}: run `make ui` (it builds the page)")
-    store = Path(args.store).resolve()
-    if not store.is_dir():
-        raise StoreError(
-            f"there is no book at {store}: run `mindscape demo` for the bundled story, or "
-            "`mindscape index BOOK --store DIR` and pass --store DIR"
-        )
-    env = {"MINDSCAPE_STORE": str(store)}
-    env |= {var: str(getattr(args, k)) for k, var in ENV_OF_OPTION.items() if getattr(args, k)}
+    repo, dist, env = _checked(args)
     log = Path(tempfile.gettempdir()) / f"mindscape-ui-{os.getpid()}.log"
 
     def say(text: str) -> None:
@@ -83,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     server, api = start_langgraph_dev(repo, log, env)
     page, page_base = serve_static(dist)
     say(f"LangGraph server: {api} (Studio reads it too)")
-    say(f"the book: {store}\n")
+    say(f"the book: {env['MINDSCAPE_STORE']}\n")
     print(f"Open {page_url(page_base, api)}", flush=True)
     say("\nCtrl-C stops both.")
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started in background
@@ -99,3 +86,23 @@ def run(args: argparse.Namespace) -> int:
     finally:
         page.shutdown()
         stop(server)
+
+
+def _checked(args: argparse.Namespace) -> tuple[Path, Path, dict[str, str]]:
+    """The repository, the built page and the server's environment (the book's store and the
+    LLM options), each checked to exist (a one-line error naming the fix)."""
+    repo = Path(args.repo).resolve()
+    dist = Path(args.dist).resolve()
+    if not (repo / "langgraph.json").is_file():
+        raise StoreError(f"no langgraph.json in {repo}: run this from the repository root")
+    if not (dist / "index.html").is_file():
+        raise StoreError(f"no chat page at {dist}: run `make ui` (it builds the page)")
+    store = Path(args.store).resolve()
+    if not store.is_dir():
+        raise StoreError(
+            f"there is no book at {store}: run `mindscape demo` for the bundled story, or "
+            "`mindscape index BOOK --store DIR` and pass --store DIR"
+        )
+    env = {"MINDSCAPE_STORE": str(store)}
+    env |= {var: str(getattr(args, k)) for k, var in ENV_OF_OPTION.items() if getattr(args, k)}
+    return repo, dist, env
