@@ -123,6 +123,12 @@ SUMMARY_PASSAGE_TOKENS = 6000
 """Tokens of passages one LLM summary reads at most."""
 
 
+SUMMARY_OUTPUT_FACTOR = 2
+"""An LLM summary may run to this many times its token budget, no further: a small model
+that does not stop (it happened on a 66K-token novel with the local model: one request ran
+for 40 minutes and timed out four times) is cut off instead."""
+
+
 def summary_words(budget: int) -> int:
     """The word limit an LLM summary of `budget` tokens is asked for."""
     return int(budget * 0.75)
@@ -157,7 +163,12 @@ class Summarizer:
         prompt = prompts.render(
             template, passages=prompts.as_data(body), max_words=summary_words(budget)
         )
-        text = self.llm.complete(prompt, system=summary_prompt.SYSTEM, role="index_summary")
+        text = self.llm.complete(
+            prompt,
+            system=summary_prompt.SYSTEM,
+            role="index_summary",
+            max_tokens=SUMMARY_OUTPUT_FACTOR * budget,
+        )
         return " ".join(text.split()), sent_ids
 
 
