@@ -10,7 +10,6 @@ passages read, and saves the page. Prints each answer and how long it took.
 from __future__ import annotations
 
 import argparse
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 from mindscape.context import DEMO_STORE
-from mindscape.serve import page_url, serve_static, start_langgraph_dev, stop
+from mindscape.serve import page_url, serve_static, start_langgraph_dev, stop, system_chromium
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -37,7 +36,9 @@ def main() -> None:
     page_server, base = serve_static(REPO / "ui" / "dist")
     try:
         with sync_playwright() as p:
-            exe = shutil.which("chromium") or "chromium"
+            exe = system_chromium()
+            if exe is None:
+                raise SystemExit("no Chromium: apt-get install -y chromium")
             browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
             page = browser.new_page(viewport={"width": 900, "height": 1000})
             page.set_default_timeout(600_000)

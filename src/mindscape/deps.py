@@ -258,10 +258,6 @@ class Deps:
         """`extractive` or `llm` for this run."""
         return self.choice(ctx).reasoner
 
-    def llm_answers(self, ctx: Context) -> bool:
-        """Whether an LLM plays the answer role of this run (it then reads a focused set)."""
-        return self.backend(ctx) == "llm" and (ctx.llm_roles is None or "answer" in ctx.llm_roles)
-
     def answers_locally(self, ctx: Context) -> bool:
         """Whether the local model plays the LLM roles of this run: the chat model is built
         from (or injected with) settings whose backend is ``local``."""
@@ -271,11 +267,8 @@ class Deps:
         """A question's token budget (:func:`token_budget`)."""
         return token_budget(ctx.max_tokens, ctx.local_max_tokens, local=self.answers_locally(ctx))
 
-    def sentence_vectors(self, ctx: Context) -> Any:
-        """Sentence vectors over the run's store (memo shared across runs)."""
-        return self._vectors(self.get_retriever(ctx))
-
     def _vectors(self, retriever: MemoryRetriever) -> Any:
+        """Sentence vectors over the retriever's store (memo shared across runs)."""
         from mindscape.reasoners.sentence_vectors import SentenceVectors
 
         store = getattr(retriever, "store", None)
@@ -289,10 +282,6 @@ class Deps:
                     query_fn=getattr(retriever, "embed_query", None),
                 )
             return _VECTORS[key]
-
-    def offline_reasoner(self, ctx: Context) -> Any:
-        """The extractive reasoner with the run's calibration."""
-        return self.run(ctx).offline
 
     def get_chat(self) -> BaseChatModel:
         """The chat model (built from the LLM settings on first use)."""

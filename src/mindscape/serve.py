@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +20,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from mindscape.errors import MindscapeError
+from mindscape.llm.server import free_port
 
 STARTUP_S = 300
 """Longest wait for ``langgraph dev`` to answer, in seconds (a cold start imports torch)."""
@@ -28,13 +28,6 @@ STARTUP_S = 300
 
 class ServeError(MindscapeError):
     """A server did not start."""
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def langgraph_exe() -> str:
@@ -98,6 +91,14 @@ def serve_static(root: Path) -> tuple[ThreadingHTTPServer, str]:
     server = ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def system_chromium() -> str | None:
+    """The system Chromium for Playwright (its own browser download cannot work offline):
+    ``$MINDSCAPE_CHROMIUM``, else ``chromium`` or ``chromium-browser`` on PATH."""
+    return os.environ.get("MINDSCAPE_CHROMIUM") or next(
+        (p for n in ("chromium", "chromium-browser") if (p := shutil.which(n))), None
+    )
 
 
 def page_url(page: str, api: str, assistant: str = "chat") -> str:

@@ -6,15 +6,13 @@ either is missing the test is skipped, with the reason in pytest's summary (``-r
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mindscape.serve import page_url, serve_static, start_langgraph_dev, stop
+from mindscape.serve import page_url, serve_static, start_langgraph_dev, stop, system_chromium
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.integration
@@ -23,13 +21,6 @@ DIST = REPO / "ui" / "dist"
 QUESTION = "What did the father bring back for Cinderella?"
 FOLLOW_UP = "And what did she do with it?"
 WAIT_MS = 180_000
-
-
-def chromium() -> str | None:
-    """The system Chromium: ``$MINDSCAPE_CHROMIUM``, else ``chromium`` on PATH."""
-    return os.environ.get("MINDSCAPE_CHROMIUM") or next(
-        (p for n in ("chromium", "chromium-browser") if (p := shutil.which(n))), None
-    )
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +41,7 @@ def page_and_server(qa_store: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    exe = chromium()
+    exe = system_chromium()
     if exe is None:
         pytest.skip("no Chromium: `apt-get install -y chromium` (make test installs it)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mindscape.llm.server import free_port
 from mindscape.memory.build.indexer import IndexConfig, Indexer
 from mindscape.memory.store import MemoryStore
 from tests.conftest import STORY
@@ -20,18 +20,12 @@ from tests.fakes import HashingEmbedder
 pytestmark = pytest.mark.integration
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def chroma_url(tmp_path_factory):
     exe = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
     if not Path(exe).exists():
         pytest.skip("the chroma server CLI is not installed")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [
             exe,

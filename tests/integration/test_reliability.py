@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import sqlite3
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 
 from mindscape.cli import main
 from mindscape.errors import StoreError
+from mindscape.llm.server import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -95,18 +95,12 @@ def test_inspect_reports_damage_too(copy: Path, capsys: pytest.CaptureFixture[st
     one_line_error(capsys, rc, "missing")
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_an_unreachable_endpoint_is_one_line_naming_it(
     qa_store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MINDSCAPE_LLM_MAX_RETRIES", "1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-NEVER-PRINTED")
-    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"  # free now: nothing listens there
     rc = main(ask(qa_store, "--llm", "openai", "--base-url", url))
     err = one_line_error(capsys, rc, url, "2 times", "--llm extractive")
     assert "NEVER-PRINTED" not in err

@@ -12,13 +12,14 @@ from pathlib import Path
 from mindscape.commands.common import add_command, add_llm_options, add_quiet_option
 from mindscape.errors import StoreError
 
-ENV_OF_OPTION = {
-    "llm": "MINDSCAPE_LLM_BACKEND",
-    "model": "MINDSCAPE_LLM_MODEL",
-    "base_url": "MINDSCAPE_LLM_BASE_URL",
-    "local_model": "MINDSCAPE_LOCAL_MODEL",
+FIELD_OF_OPTION = {
+    "llm": "backend",
+    "model": "model",
+    "base_url": "base_url",
+    "local_model": "local_model",
 }
-"""The server reads the CLI's LLM options from these variables (as ``langgraph dev`` does)."""
+"""The LLM options and the LLMSettings fields they set; the server reads them from those
+fields' environment variables (``llm.settings.env_name``)."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -104,5 +105,11 @@ def _checked(args: argparse.Namespace) -> tuple[Path, Path, dict[str, str]]:
             "`mindscape index BOOK --store DIR` and pass --store DIR"
         )
     env = {"MINDSCAPE_STORE": str(store)}
-    env |= {var: str(getattr(args, k)) for k, var in ENV_OF_OPTION.items() if getattr(args, k)}
+    from mindscape.llm.settings import env_name
+
+    env |= {
+        env_name(field): str(getattr(args, option))
+        for option, field in FIELD_OF_OPTION.items()
+        if getattr(args, option)
+    }
     return repo, dist, env

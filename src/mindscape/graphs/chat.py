@@ -120,13 +120,13 @@ def standalone(question: str, history: list[tuple[str, str]], rewrite: Any | Non
             str(rewrite(REWRITE_PROMPT.format(history=lines, question=question))).split()
         )
         text = text.strip('"')
-        said = {key(q) for q, _ in history} | {key(question)}  # an echo is no rewrite
-        if text and len(text) < 4 * len(question) + 200 and key(text) not in said:
+        said = {words_of(q) for q, _ in history} | {words_of(question)}  # an echo is no rewrite
+        if text and len(text) < 4 * len(question) + 200 and words_of(text) not in said:
             return text
     return f"{history[-1][0]} {question}"
 
 
-def key(question: str) -> str:
+def words_of(question: str) -> str:
     """A question's words, lower-cased, without punctuation (to tell an echo)."""
     return " ".join(re.findall(r"\w+", question.lower()))
 

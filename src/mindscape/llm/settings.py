@@ -34,6 +34,13 @@ PLACEHOLDER_API_KEY = "sk-no-key-needed"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 LOCAL_MODEL_ALIAS = "local"
 
+
+def env_name(field: str) -> str:
+    """The environment variable that sets the LLMSettings field `field` (the first, where
+    several do)."""
+    return _ENV[field][0]
+
+
 _ENV: dict[str, tuple[str, ...]] = {
     "backend": ("MINDSCAPE_LLM_BACKEND",),
     "model": ("MINDSCAPE_LLM_MODEL",),
