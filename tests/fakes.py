@@ -562,5 +562,6 @@ def offline_reasoner(vectors: Any, **overrides: Any) -> Any:
     """The extractive reasoner with the default run's calibration (Context's), over `vectors`."""
     from mindscape.context import Context
     from mindscape.reasoners.offline import OfflineReasoner
+    from mindscape.run import offline_calibration
 
-    return OfflineReasoner(vectors, **{**Context().offline_calibration(), **overrides})
+    return OfflineReasoner(vectors, **{**offline_calibration(Context()), **overrides})

@@ -6,9 +6,9 @@ fills them, from the preset or else from the default in the field's metadata (``
 is the default preset's (``mindscape``) value: each default is written once, here, and a
 preset lists only how it differs. The store path follows explicit > ``MINDSCAPE_STORE`` > none.
 
-Nodes read settings through :func:`ctx_of`, which accepts a ``Runtime`` whose context is a
-:class:`Context`, a dict (coerced), or anything else (a foreign parent graph's context:
-defaults are used), so the graph works as a script, in Studio and as a subgraph.
+Nodes read a run's settings resolved once, through :func:`mindscape.run.ctx_of` (a
+``Runtime`` whose context is a :class:`Context`, a dict, or anything else: a foreign parent
+graph's context gives the defaults), so the graph works as a script, in Studio and as a subgraph.
 """
 
 from __future__ import annotations
@@ -18,9 +18,15 @@ from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from mindscape.memory.settings import RetrievalSettings, SignatureParams
 from mindscape.memory.types import LAYERS
 from mindscape.presets import PRESET_NAMES, get_preset
+
+_RANGES: dict[str, tuple[float, float]] = {
+    "region_doc_weight": (0, 1),
+    "alpha": (0, 1),
+    "max_probes": (0, 3),
+}
+"""The numeric fields with bounds (both included); None passes."""
 
 
 def _d(description: str) -> dict[str, Any]:
@@ -76,9 +82,7 @@ class Context:
         default=1.0,
         metadata=_d(
             "ρ of the region mode: (1-ρ)·(inside σ's windows) + ρ·(σ's share of the unit's "
-            "document). 1 makes σ a document router that leaves the ranking inside one "
-            "document alone: on FairytaleQA pools it beats 0.75 by 0.7 R@10 points, and "
-            "within the gold story the window term cost 1.3 (docs/retrieval.md)."
+            "document). 1 makes σ a document router (chosen on dev, docs/retrieval.md)."
         ),
     )
     activation: Literal["dense", "hybrid"] | None = field(
@@ -244,21 +248,18 @@ class Context:
     evidence_ranker: Literal["learned", "fused"] = field(
         default="learned",
         metadata=_d(
-            "What orders the focused reader's candidate sentences of open questions "
-            "(multiple choice and claims are read in the fused order): the learned ranker "
-            "(gradient-boosted trees trained on FairytaleQA train stories; falls back to fused "
-            "with a warning when its files are missing or damaged) or the fused ranking (cosine, BM25 and chunk rank by reciprocal "
-            "rank fusion)."
+            "What orders the focused reader's sentences of open questions: the learned ranker "
+            "(trained on FairytaleQA train; fused, with a warning, when its files are missing) "
+            "or the fused ranking (cosine, BM25 and chunk rank by reciprocal rank fusion)."
         ),
     )
     read_summaries: Literal["off", "routed", "always"] = field(
         default="off",
         metadata=_d(
-            "Whether the local model reads a retrieved session summary (the episodic layer) "
-            "before its best window, instead of its two best windows: never, when the layer "
-            "router (a classifier trained on FairytaleQA train questions) says an open question "
-            "needs more than one passage, or always. Only presets that retrieve the episodic "
-            "layer have summaries to read. Off by default: no dev run has shown either to help."
+            "The local model reads a retrieved session summary, then its best window, instead "
+            "of its two best windows: never, when the layer router (trained on FairytaleQA "
+            "train) says an open question needs it, or always (presets with the episodic "
+            "layer only). Off: no dev run has shown either to help."
         ),
     )
     focus_windows: int = field(
@@ -317,10 +318,10 @@ class Context:
                 raise ValueError(
                     f"{name} must be one of {', '.join(map(str, allowed))}; got {value!r}"
                 )
-        if not 0.0 <= self.region_doc_weight <= 1.0:
-            raise ValueError(f"region_doc_weight must be in [0, 1], got {self.region_doc_weight}")
-        if self.alpha is not None and not 0.0 <= self.alpha <= 1.0:
-            raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
+        for name, (low, high) in _RANGES.items():
+            value = getattr(self, name)
+            if value is not None and not low <= value <= high:
+                raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
         if self.budgets is not None:
             unknown = set(self.budgets) - set(LAYERS)
             if unknown:
@@ -333,8 +334,6 @@ class Context:
                 raise ValueError(
                     f"llm_roles must be among {', '.join(LLM_ROLES)}; got {', '.join(roles)}"
                 )
-        if self.max_probes is not None and not 0 <= self.max_probes <= 3:
-            raise ValueError(f"max_probes must be in 0..3, got {self.max_probes}")
 
     # ---- resolution
     def resolved(self) -> Context:
@@ -356,58 +355,10 @@ class Context:
             values["store"] = env_store()
         return replace(self, **values)
 
-    def offline_calibration(self) -> dict[str, Any]:
-        """The extractive reasoner's thresholds (keyword arguments of ``OfflineReasoner``)."""
-        return {
-            "open_threshold": self.open_threshold,
-            "claim_threshold": self.claim_threshold,
-            "mc_margin": self.mc_margin,
-            "span": self.offline_span,
-        }
-
-    # ---- the one mapping to the retriever's settings
-    def signature_params(self) -> SignatureParams:
-        """The signature selection of this run (a resolved Context)."""
-        return SignatureParams(
-            k=self.signature_k,
-            k0=self.k0,
-            lambda_q=self.lambda_q,
-            lambda_c=self.lambda_c,
-            lambda_d=self.lambda_d,
-            relevance=self.signature_relevance,
-            match=self.signature_match,
-            activation=_resolved(self.activation, "activation"),
-            hybrid_weight=self.hybrid_weight,
-        )
-
-    def retrieval_settings(
-        self, budgets: dict[str, int] | None = None, *, signed: bool = True
-    ) -> RetrievalSettings:
-        """The retriever's settings for one query of this run (a resolved Context): `budgets`
-        replaces the layer budgets (a round's split), and α is 0 without a signature."""
-        return RetrievalSettings(
-            alpha=_resolved(self.alpha, "alpha") if signed else 0.0,
-            signature_mode=_resolved(self.signature_mode, "signature_mode"),
-            budgets=dict(_resolved(self.budgets, "budgets") if budgets is None else budgets),
-            top_n=self.top_n,
-            chunk_mode=_resolved(self.chunk_mode, "chunk_mode"),
-            hybrid_weight=self.hybrid_weight,
-            gate=self.gate,
-            region_doc_weight=self.region_doc_weight,
-            narrative_order=_resolved(self.narrative_order, "narrative_order"),
-            signature_params=self.signature_params(),
-        )
-
     @classmethod
     def from_preset(cls, preset: str, **overrides: Any) -> Context:
         """A Context for `preset` with explicit overrides (None values are ignored)."""
         return cls(preset=preset, **{k: v for k, v in overrides.items() if v is not None})
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Context:
-        """A Context from a dict; unknown keys are ignored."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
 
     def as_dict(self) -> dict[str, Any]:
         """Plain-data view (what Studio shows)."""
@@ -425,13 +376,6 @@ def env_store() -> str | None:
     return os.environ.get("MINDSCAPE_STORE") or None
 
 
-def _resolved(value: Any, name: str) -> Any:
-    """A preset-decided value, which :meth:`Context.resolved` always fills."""
-    if value is None:
-        raise ValueError(f"Context.{name} is unset: use ctx.resolved() (ctx_of does)")
-    return value
-
-
 @cache
 def _literal_fields() -> dict[str, tuple[Any, ...]]:
     """The allowed values of each ``Literal`` field (``None`` aside)."""
@@ -443,22 +387,6 @@ def _literal_fields() -> dict[str, tuple[Any, ...]]:
         if literals:
             out[name] = tuple(v for lit in literals for v in get_args(lit))
     return out
-
-
-def ctx_of(runtime: Any) -> Context:
-    """The resolved Context of a run, whatever the caller passed as context.
-
-    A :class:`Context` or a dict is used (resolved); anything else, including None or a
-    parent graph's own context type, gives the defaults.
-    """
-    raw = getattr(runtime, "context", runtime)
-    if isinstance(raw, Context):
-        ctx = raw
-    elif isinstance(raw, dict):
-        ctx = Context.from_dict(raw)
-    else:
-        ctx = Context()
-    return ctx.resolved()
 
 
 @cache

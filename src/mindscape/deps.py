@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 from mindscape.errors import ModelError, StoreError
 from mindscape.llm import LLMSettings, Usage, resolve_backend
-from mindscape.run import BackendChoice, Run
+from mindscape.run import (
+    BackendChoice,
+    Run,
+    ctx_of,
+    offline_calibration,
+    retrieval_settings,
+    signature_params,
+)
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -161,7 +168,7 @@ class Deps:
         if self.retriever is not None:
             return self.retriever
         run = ctx.resolved()  # the fallbacks; the nodes pass their settings per call
-        return self._retriever(run, run.signature_params(), run.retrieval_settings())
+        return self._retriever(run, signature_params(run), retrieval_settings(run))
 
     def _retriever(
         self, ctx: Context, params: SignatureParams, settings: RetrievalSettings
@@ -194,7 +201,7 @@ class Deps:
         """What this run uses, resolved once (:class:`mindscape.run.Run`). `runtime` is a
         node's LangGraph ``Runtime`` or a context (a :class:`Context`, a dict or None); a run
         is kept by its context object, so every node of one run reads the same one."""
-        from mindscape.context import Context, ctx_of
+        from mindscape.context import Context
 
         raw = getattr(runtime, "context", runtime)
         keep = isinstance(raw, Context | dict)  # None and foreign contexts: the defaults, fresh
@@ -215,8 +222,8 @@ class Deps:
         model answers, then the objects built from both."""
         from mindscape.reasoners.offline import OfflineReasoner
 
-        params, settings = ctx.signature_params(), ctx.retrieval_settings()
-        calibration = ctx.offline_calibration()
+        params, settings = signature_params(ctx), retrieval_settings(ctx)
+        calibration = offline_calibration(ctx)
         choice = self.choice(ctx)
         roles = run_roles(ctx.llm_roles, local=choice.local)
         retriever = self._retriever(ctx, params, settings)
@@ -226,6 +233,7 @@ class Deps:
             ctx=ctx,
             choice=choice,
             roles=tuple(roles),
+            params=params,
             retriever=retriever,
             vectors=vectors,
             offline=offline,

@@ -17,6 +17,7 @@ from mindscape.context import Context
 from mindscape.memory.retrieval.retriever import Retriever
 from mindscape.memory.settings import RetrievalSettings, SignatureParams
 from mindscape.memory.store import MemoryStore
+from mindscape.run import retrieval_settings, signature_params
 
 __all__ = ["default_params", "default_retriever", "default_settings", "literal_params"]
 
@@ -28,8 +29,8 @@ def _run_context() -> Context:
 
 def default_params(**overrides: Any) -> SignatureParams:
     """The signature selection of a default run (chosen on the FairytaleQA dev split, see
-    docs/retrieval.md), with `overrides`: ``Context().signature_params()``."""
-    return dataclasses.replace(_run_context().signature_params(), **overrides)
+    docs/retrieval.md), with `overrides`: ``run.signature_params(Context().resolved())``."""
+    return dataclasses.replace(signature_params(_run_context()), **overrides)
 
 
 def literal_params(**overrides: Any) -> SignatureParams:
@@ -40,9 +41,9 @@ def literal_params(**overrides: Any) -> SignatureParams:
 
 
 def default_settings(**overrides: Any) -> RetrievalSettings:
-    """The retrieval settings of a default run (``Context().retrieval_settings()``), with
-    `overrides`."""
-    return dataclasses.replace(_run_context().retrieval_settings(), **overrides)
+    """The retrieval settings of a default run
+    (``run.retrieval_settings(Context().resolved())``), with `overrides`."""
+    return dataclasses.replace(retrieval_settings(_run_context()), **overrides)
 
 
 def default_retriever(store: MemoryStore, embedder: Embeddings, **kwargs: Any) -> Retriever:

@@ -11,13 +11,14 @@ token budget and the documents in the store. Every node of the run reads the sam
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal
 
+from mindscape.context import Context
 from mindscape.llm.settings import LLMSettings
+from mindscape.memory.settings import RetrievalSettings, SignatureParams
 
 if TYPE_CHECKING:
-    from mindscape.context import Context
     from mindscape.memory.retrieval.protocol import MemoryRetriever
     from mindscape.reasoners.base import Reasoner
 
@@ -56,6 +57,8 @@ class Run:
     roles: tuple[str, ...]
     """The roles the LLM plays (:func:`~mindscape.deps.run_roles`); the extractive reasoner
     plays the rest."""
+    params: SignatureParams
+    """The signature selection of this run (:func:`signature_params`)."""
     retriever: MemoryRetriever
     vectors: Any
     """Sentence vectors over the store (:class:`~mindscape.reasoners.sentence_vectors.SentenceVectors`)."""
@@ -74,3 +77,74 @@ class Run:
         return self.choice.reasoner == "llm" and (
             self.ctx.llm_roles is None or "answer" in self.ctx.llm_roles
         )
+
+    def retrieval_settings(
+        self, budgets: dict[str, int] | None = None, *, signed: bool = True
+    ) -> RetrievalSettings:
+        """The retriever's settings for one query of this run (:func:`retrieval_settings`)."""
+        return retrieval_settings(self.ctx, budgets, signed=signed)
+
+
+def ctx_of(runtime: Any) -> Context:
+    """The resolved Context of a run, whatever the caller passed as context.
+
+    A :class:`Context` or a dict is used (resolved; a dict's unknown keys are ignored);
+    anything else, including None or a parent graph's own context type, gives the defaults.
+    """
+    raw = getattr(runtime, "context", runtime)
+    if isinstance(raw, dict):
+        known = {f.name for f in fields(Context)}
+        raw = Context(**{k: v for k, v in raw.items() if k in known})
+    return (raw if isinstance(raw, Context) else Context()).resolved()
+
+
+# ---- the one mapping from a resolved Context to the memory side's settings
+def signature_params(ctx: Context) -> SignatureParams:
+    """The signature selection of a run (`ctx` resolved)."""
+    return SignatureParams(
+        k=ctx.signature_k,
+        k0=ctx.k0,
+        lambda_q=ctx.lambda_q,
+        lambda_c=ctx.lambda_c,
+        lambda_d=ctx.lambda_d,
+        relevance=ctx.signature_relevance,
+        match=ctx.signature_match,
+        activation=_filled(ctx.activation, "activation"),
+        hybrid_weight=ctx.hybrid_weight,
+    )
+
+
+def retrieval_settings(
+    ctx: Context, budgets: dict[str, int] | None = None, *, signed: bool = True
+) -> RetrievalSettings:
+    """The retriever's settings for one query of a run (`ctx` resolved): `budgets` replaces
+    the layer budgets (a round's split), and α is 0 without a signature."""
+    return RetrievalSettings(
+        alpha=_filled(ctx.alpha, "alpha") if signed else 0.0,
+        signature_mode=_filled(ctx.signature_mode, "signature_mode"),
+        budgets=dict(_filled(ctx.budgets, "budgets") if budgets is None else budgets),
+        top_n=ctx.top_n,
+        chunk_mode=_filled(ctx.chunk_mode, "chunk_mode"),
+        hybrid_weight=ctx.hybrid_weight,
+        gate=ctx.gate,
+        region_doc_weight=ctx.region_doc_weight,
+        narrative_order=_filled(ctx.narrative_order, "narrative_order"),
+        signature_params=signature_params(ctx),
+    )
+
+
+def offline_calibration(ctx: Context) -> dict[str, Any]:
+    """The extractive reasoner's thresholds (keyword arguments of ``OfflineReasoner``)."""
+    return {
+        "open_threshold": ctx.open_threshold,
+        "claim_threshold": ctx.claim_threshold,
+        "mc_margin": ctx.mc_margin,
+        "span": ctx.offline_span,
+    }
+
+
+def _filled(value: Any, name: str) -> Any:
+    """A preset-decided value, which :meth:`Context.resolved` always fills."""
+    if value is None:
+        raise ValueError(f"Context.{name} is unset: use ctx.resolved() (ctx_of does)")
+    return value

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from langgraph.runtime import Runtime
 
-from mindscape.context import Context, ctx_of
+from mindscape.context import Context
 from mindscape.presets import PRESET_NAMES, PRESETS, get_preset
+from mindscape.run import ctx_of, retrieval_settings, signature_params
 from mindscape.state import add_unique, add_units, canonical_task, merge_evidence
 
 
@@ -232,16 +233,16 @@ def test_retrieval_and_signature_settings_come_from_the_resolved_context(name: s
 
     ctx = Context(preset=name, hybrid_weight=0.2, k0=30, activation="hybrid").resolved()
     values = preset_defaults() | PRESETS[name].values
-    rs = ctx.retrieval_settings({"veridical": 100})
+    rs = retrieval_settings(ctx, {"veridical": 100})
     assert rs.chunk_mode == values["chunk_mode"] and rs.alpha == values["alpha"]
     assert rs.narrative_order == values["narrative_order"] and rs.hybrid_weight == 0.2
-    assert rs.budgets == {"veridical": 100} and ctx.retrieval_settings().budgets == ctx.budgets
-    assert ctx.retrieval_settings({}, signed=False).alpha == 0.0
-    sp = ctx.signature_params()
+    assert rs.budgets == {"veridical": 100} and retrieval_settings(ctx).budgets == ctx.budgets
+    assert retrieval_settings(ctx, {}, signed=False).alpha == 0.0
+    sp = signature_params(ctx)
     assert sp.activation == "hybrid" and sp.k0 == 30
     assert rs.signature_params == sp  # the α gate's activation is the run's
     with pytest.raises(ValueError, match="unset"):
-        Context(preset=name).retrieval_settings({})
+        retrieval_settings(Context(preset=name), {})
 
 
 def test_the_local_model_caps_the_token_budget() -> None:
@@ -279,8 +280,8 @@ def test_every_default_is_written_once() -> None:
     from mindscape.retrieval_defaults import default_params, default_settings
 
     ctx = Context().resolved()
-    assert default_settings() == ctx.retrieval_settings()
-    assert default_params() == ctx.signature_params()
+    assert default_settings() == retrieval_settings(ctx)
+    assert default_params() == signature_params(ctx)
     assert default_settings(top_n=7).top_n == 7
     defaults = preset_defaults()
     assert {f.name for f in dataclasses.fields(Context) if f.default is None} - {

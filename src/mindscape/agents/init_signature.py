@@ -49,7 +49,7 @@ def make_init_signature(deps: Deps) -> Node:
                 question,
                 doc_ids=doc_scope(state),
                 method=str(ctx.signature),
-                params=ctx.signature_params(),
+                params=run.params,
             )
             signature = [to_sig_item(u) for u in units]
         emit(

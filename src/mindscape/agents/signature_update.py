@@ -14,6 +14,7 @@ Modes (`Context.signature_update`):
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -54,9 +55,9 @@ def reselect(run: Run, state: QAState, items: list[EvidenceItem]) -> list[Signat
     """The coverage-aware greedy again, with the question augmented by the round's best
     evidence; for MiA's UPDATE, a candidate set H_t twice σ's size to choose from."""
     ctx = run.ctx
-    params = ctx.signature_params()
+    params = run.params
     if ctx.signature_update == "llm":
-        params.k = 2 * ctx.signature_k
+        params = replace(params, k=2 * ctx.signature_k)
     units = run.retriever.signature(
         state["question"],
         doc_ids=doc_scope(state),

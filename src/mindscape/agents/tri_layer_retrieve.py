@@ -39,7 +39,7 @@ def make_tri_layer_retrieve(deps: Deps) -> Node:
             state.get("query") or state["question"]
         ]
         signature = [to_sig_unit(s) for s in state.get("signature") or []]
-        settings = ctx.retrieval_settings(round_budgets(ctx, len(queries)), signed=bool(signature))
+        settings = run.retrieval_settings(round_budgets(ctx, len(queries)), signed=bool(signature))
         exclude = {i["unit_id"] for i in state.get("retrieved") or []}
         retriever = run.retriever
         groups: list[ProbeHits] = []

@@ -77,8 +77,8 @@ class Retriever:
     """Signature selection and signature-conditioned tri-layer retrieval over a store.
 
     `params` and `settings` are what a call that passes none uses; a run builds them from its
-    :class:`~mindscape.context.Context` (``ctx.signature_params()``,
-    ``ctx.retrieval_settings()``), a script from :mod:`mindscape.retrieval_defaults`."""
+    :class:`~mindscape.context.Context` (:func:`mindscape.run.signature_params`,
+    :func:`mindscape.run.retrieval_settings`), a script from :mod:`mindscape.retrieval_defaults`."""
 
     def __init__(
         self,
