@@ -50,7 +50,8 @@ from retrieval_recall import KS, MAIN, evaluate, paired, variants  # noqa: E402
 from mindscape.embeddings import encode, load_embedder, resolve_spec, spec_model_id  # noqa: E402
 from mindscape.eval.bench import load_documents, load_questions  # noqa: E402
 from mindscape.library import index_library  # noqa: E402
-from mindscape.memory.build.indexer import IndexConfig, doc_context  # noqa: E402
+from mindscape.memory.build.indexer import IndexConfig  # noqa: E402
+from mindscape.memory.build.writer import doc_context  # noqa: E402
 from mindscape.memory.embed_cache import in_context  # noqa: E402
 from mindscape.memory.store import MemoryStore  # noqa: E402
 from mindscape.memory.types import LAYERS  # noqa: E402

@@ -379,7 +379,7 @@ class Builder:
     def build(self, docs: Sequence[Any]) -> None:
         """Every story into every store (the offline one first; each LLM store skips what it
         holds the same way)."""
-        from mindscape.memory.build.indexer import is_current, vectors_intact
+        from mindscape.memory.build.writer import is_current, vectors_intact
         from mindscape.memory.cache import content_key
 
         for n, doc in enumerate(docs, 1):
