@@ -8,8 +8,9 @@ chunks to its units: :mod:`~mindscape.memory.build.episodic`,
 :mod:`~mindscape.memory.build.raptor`, :mod:`~mindscape.memory.build.outline`,
 :mod:`~mindscape.memory.build.triples`, over :mod:`~mindscape.memory.build.document` (the
 document, its chunks as veridical units, and its summariser) and
-:mod:`~mindscape.memory.embed_cache`; :mod:`~mindscape.memory.build.writer` is the store side (is a document current, write a built one). With an LLM, :attr:`IndexConfig.llm_parts` says which
-parts it writes (episodic, semantic, outline, triples; default all); the others are built as
+:mod:`~mindscape.memory.embed_cache`; :mod:`~mindscape.memory.build.writer` is the store
+side (is a document current, write a built one). With an LLM, :attr:`IndexConfig.llm_parts`
+says which parts it writes (episodic, semantic, outline, triples; default all); the others are built as
 without one. Every embedding and LLM output is cached by content hash in the store's cache as
 it is produced, so an unchanged document is skipped, an interrupted run resumes where it
 stopped, and adding a document touches only that document.
