@@ -40,7 +40,7 @@ from mindscape.deps import Deps
 from mindscape.eval.metrics import bootstrap_ci
 from mindscape.eval.runner import read_records, score
 from mindscape.llm import LLMSettings
-from mindscape.llm.client import mean_probability, reply_logprobs
+from mindscape.llm.logprobs import mean_probability, reply_logprobs
 from mindscape.prompts import answer as answer_prompt
 from mindscape.reasoners.focus import best_windows
 from mindscape.reasoners.prompting import render_plain

@@ -98,13 +98,13 @@ def test_quiet_silences_notices_while_its_command_runs(
     logger's level is put back after the command."""
     import logging
 
-    import mindscape.commands.index as index_cmd
+    import mindscape.commands.inspect as inspect_cmd
 
     def noisy(args):  # noqa: ANN001, ANN202
         logging.getLogger("mindscape.deps").warning("falling back to extractive")
         return 0
 
-    monkeypatch.setattr(index_cmd, "run_inspect", noisy)
+    monkeypatch.setattr(inspect_cmd, "run_inspect", noisy)
     level = logging.getLogger("mindscape").level
     assert main(["inspect", "--store", "unused", "--quiet"]) == 0
     assert "falling back to extractive" not in caplog.messages

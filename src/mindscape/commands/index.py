@@ -1,4 +1,4 @@
-"""`mindscape index` and `mindscape inspect`."""
+"""`mindscape index`."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from mindscape.commands.common import (
     settings_from_args,
     warn,
 )
+from mindscape.commands.inspect import print_summary
 from mindscape.errors import InputError
 from mindscape.memory.build.config import IndexConfig
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register `index` and `inspect`."""
+    """Register `index`."""
     p = add_command(sub, "index", run_index)
     p.add_argument("files", nargs="+", metavar="FILE", help=".txt, .md or documents.jsonl")
     add_store_option(p)
@@ -33,9 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _add_output_options(p)
     add_model_options(p)
     _add_llm_index_options(p)
-    _add_summaries_option(p)
     _add_ray_options(p)
-    _add_inspect_parser(sub)
 
 
 def _add_index_options(p: argparse.ArgumentParser) -> None:
@@ -116,7 +115,8 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_llm_index_options(p: argparse.ArgumentParser) -> None:
-    """The index-time LLM: `--index-llm` and `--index-llm-parts`."""
+    """The index-time LLM: `--index-llm`, `--index-llm-parts` and `--summaries` (LLM session
+    summaries added after the plain index)."""
     p.add_argument(
         "--index-llm",
         action="store_true",
@@ -134,10 +134,6 @@ def _add_llm_index_options(p: argparse.ArgumentParser) -> None:
         "semantic; all: every part, the default); the others are built as without an LLM (extractive "
         "summaries, the offline outline, no triples)",
     )
-
-
-def _add_summaries_option(p: argparse.ArgumentParser) -> None:
-    """`--summaries`: LLM session summaries added after the plain index."""
     p.add_argument(
         "--summaries",
         action="store_true",
@@ -146,14 +142,6 @@ def _add_summaries_option(p: argparse.ArgumentParser) -> None:
         "sentences: the estimate is printed first, `ask` reads the plain index meanwhile, and "
         "a stopped run resumes where it stopped (--index-llm-parts: other parts instead)",
     )
-
-
-def _add_inspect_parser(sub: argparse._SubParsersAction) -> None:
-    """Register `inspect`."""
-    q = add_command(sub, "inspect", run_inspect)
-    add_store_option(q)
-    add_quiet_option(q)
-    q.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def run_index(args: argparse.Namespace) -> int:
@@ -173,16 +161,9 @@ def run_index(args: argparse.Namespace) -> int:
         mindscape index book.txt --llm openai --mom-paths 1   # one MoM memory per section
         mindscape index book.txt --llm openai --index-llm-parts outline  # outline only
     """
-    from dataclasses import asdict
-
     from mindscape.sources import SourceProblem, load_sources
 
-    if args.mom_paths is not None and args.mom_paths < 1:
-        raise InputError(f"--mom-paths must be at least 1 (got {args.mom_paths})")
-    if args.workers is not None and args.workers < 1:
-        raise InputError(f"--workers must be at least 1 (got {args.workers})")
-    if args.summaries:
-        _check_summaries(args)
+    _check_options(args)
     args.llm_parts = _llm_parts(args)
     problems: list[SourceProblem] = []
     docs = load_sources(args.files, args.doc_id, problems)  # raises before the store is touched
@@ -203,19 +184,35 @@ def run_index(args: argparse.Namespace) -> int:
         reports, more = _add_summaries(args, [d for d in docs if d.doc_id in ok], store, config)
         failed += more
     failed = [{"doc_id": None, "origin": p.origin, "error": p.message} for p in problems] + failed
+    _print_outcome(args, store, reports, failed)
+    return 1 if failed else 0
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """InputError, before any work, for options that cannot run as given."""
+    if args.mom_paths is not None and args.mom_paths < 1:
+        raise InputError(f"--mom-paths must be at least 1 (got {args.mom_paths})")
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"--workers must be at least 1 (got {args.workers})")
+    if args.summaries:
+        _check_summaries(args)
+
+
+def _print_outcome(
+    args: argparse.Namespace, store: MemoryStore, reports: list[IndexReport], failed: list[dict]
+) -> None:
+    """The store's summary (or JSON with every report), then a line per book not indexed."""
+    from dataclasses import asdict
+
     summary = store.summary()
     if args.json:
-        print(
-            json.dumps(
-                {"reports": [asdict(r) for r in reports], "failed": failed, **summary}, indent=2
-            )
-        )
+        out = {"reports": [asdict(r) for r in reports], "failed": failed, **summary}
+        print(json.dumps(out, indent=2))
     else:
-        _print_summary(summary)
+        print_summary(summary)
     for f in failed:
         # a source problem's message starts with its file; a build failure's is the book's
         warn(f"not indexed: {f['doc_id'] + ': ' if f['doc_id'] else ''}{f['error']}")
-    return 1 if failed else 0
 
 
 def _index_all(
@@ -399,34 +396,3 @@ def _estimate(args: argparse.Namespace, docs: list) -> int:
         print(f"(built without the LLM, --index-llm-parts: {', '.join(offline)})")
     print("(counts every document; those the store already holds the same way cost nothing)")
     return 0
-
-
-def run_inspect(args: argparse.Namespace) -> int:
-    """Print what a store holds.
-
-    Print a store's documents and the units of each layer.
-
-    Examples:
-        mindscape inspect --store runs/book
-        mindscape inspect --store runs/book --json
-    """
-    from mindscape.memory.store import MemoryStore
-
-    store = MemoryStore.open_existing(args.store)
-    summary = store.summary()
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
-        _print_summary(summary)
-    return 0
-
-
-def _print_summary(s: dict) -> None:
-    print(f"store {s['store']}: {s['documents']} document(s)")
-    for layer, n in s["layers"].items():
-        print(f"  {layer:<10} {n:>7} units")
-    for d in s["docs"]:
-        print(f"  - {d['doc_id']}: {d.get('title') or ''} ({d.get('tokens') or '?'} tokens)")
-        if d.get("mom_chosen"):
-            chosen = " ".join(str(c) for c in d["mom_chosen"])
-            print(f"    MoM path chosen per outline section: {chosen}")

@@ -12,12 +12,11 @@ Every LLM role in mindscape (summaries, probes, cues, answers, decisions) goes t
   :func:`~mindscape.llm.output.extract_json`, and one re-ask with a short reminder before
   giving up (:mod:`~mindscape.llm.structured`);
 * per-call output caps (``max_tokens``), so each role spends only what it needs;
-* token log-probabilities where the endpoint gives them: a reply's mean token probability
-  (:meth:`LLM.complete_scored`, the reader's certainty) and the first token's likeliest
-  tokens (:meth:`LLM.first_token_logprobs`, option scoring).
+* token log-probabilities where the endpoint gives them (:mod:`~mindscape.llm.logprobs`): a
+  reply's mean token probability (:meth:`LLM.complete_scored`, the reader's certainty) and
+  the first token's likeliest tokens (:meth:`LLM.first_token_logprobs`, option scoring).
 
-This module is the facade: it holds the cache and the accounting and runs the re-ask; the
-retry policy and the structured-output modes live in their own modules.
+The facade holds the cache and the accounting; the rest lives in the modules named above.
 """
 
 from __future__ import annotations
@@ -26,11 +25,11 @@ import copy
 import hashlib
 import json
 import logging
-import math
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
+from mindscape.llm.logprobs import mean_probability, reply_logprobs
 from mindscape.llm.output import LLMOutputError, short_error, strip_reasoning
 from mindscape.llm.retry import (
     invoke_with_retries,
@@ -66,19 +65,6 @@ __all__ = ["LLM", "REASK_REMINDER", "TextCache", "is_request_error", "is_transie
 logger = logging.getLogger(__name__)
 
 M = TypeVar("M", bound="BaseModel")
-
-
-def reply_logprobs(reply: Any) -> list[dict[str, Any]]:
-    """The per-token log-probability records of a chat reply (OpenAI's
-    ``response_metadata["logprobs"]["content"]``; empty when the endpoint sent none)."""
-    meta = getattr(reply, "response_metadata", None) or {}
-    return list((meta.get("logprobs") or {}).get("content") or [])
-
-
-def mean_probability(logprobs: list[float]) -> float | None:
-    """The geometric-mean probability of tokens, ``exp(mean log p)``: the length-normalised
-    sequence probability (None for no tokens)."""
-    return math.exp(sum(logprobs) / len(logprobs)) if logprobs else None
 
 
 class TextCache(Protocol):
@@ -181,34 +167,25 @@ class LLM:
         """Count one model response, with reported tokens or an estimate."""
         meta = getattr(reply, "usage_metadata", None)
         if meta:
-            self.usage.add(
-                role,
-                calls=1,
-                tokens_in=meta.get("input_tokens", 0),
-                tokens_out=meta.get("output_tokens", 0),
-            )
-            return
-        prompt_text = "\n".join(message_text(m) for m in messages)
-        out_text = (
-            raw_json_text(reply) if hasattr(reply, "content") else json.dumps(jsonable(reply))
-        )
-        self.usage.add(
-            role,
-            calls=1,
-            estimated=1,
-            tokens_in=self.count_tokens(prompt_text),
-            tokens_out=self.count_tokens(out_text),
-        )
+            tokens = {
+                "tokens_in": meta.get("input_tokens", 0),
+                "tokens_out": meta.get("output_tokens", 0),
+            }
+        else:  # no usage reported: estimated
+            out = raw_json_text(reply) if hasattr(reply, "content") else json.dumps(jsonable(reply))
+            prompt_text = "\n".join(message_text(m) for m in messages)
+            tokens = {
+                "tokens_in": self.count_tokens(prompt_text),
+                "tokens_out": self.count_tokens(out),
+                "estimated": 1,
+            }
+        self.usage.add(role, calls=1, **tokens)
 
     def _invoke(self, runnable: Any, messages: list[BaseMessage], role: str) -> Any:
         """``runnable.invoke(messages)`` with retries of transient errors (tenacity)."""
+        settings, usage, sleep = self.settings, self.usage, self._sleep
         return invoke_with_retries(
-            runnable,
-            messages,
-            settings=self.settings,
-            usage=self.usage,
-            role=role,
-            sleep=self._sleep,
+            runnable, messages, settings=settings, usage=usage, role=role, sleep=sleep
         )
 
     def _capped(self, runnable: Any, max_tokens: int | None) -> Any:
@@ -225,17 +202,8 @@ class LLM:
         max_tokens: int | None = None,
     ) -> str:
         """Ask for free text (at most ``max_tokens``). ``<think>`` blocks are removed."""
-        key = self.cache_key(prompt, system=system)
-        if self.cache is not None and (hit := self.cache.get_text(key)) is not None:
-            self.usage.add(role, cache_hits=1)
-            return hit
-        messages = build_messages(prompt, system)
-        reply = self._invoke(self._capped(self.chat, max_tokens), messages, role)
-        self._record(role, messages, reply)
-        text = strip_reasoning(message_text(reply))
-        if self.cache is not None:
-            self.cache.put_text(key, text)
-        return text
+        runnable = self._capped(self.chat, max_tokens)
+        return str(self._cached_call(prompt, system, role, "", runnable, _text, as_text=True))
 
     def complete_scored(
         self,
@@ -254,10 +222,10 @@ class LLM:
             logprobs = [
                 float(t["logprob"]) for t in reply_logprobs(reply) if t.get("logprob") is not None
             ]
-            return [strip_reasoning(message_text(reply)), mean_probability(logprobs)]
+            return [_text(reply), mean_probability(logprobs)]
 
         runnable = self._capped(self.chat.bind(logprobs=True, top_logprobs=1), max_tokens)
-        text, confidence = self._logprob_call(prompt, system, role, "scored", runnable, read)
+        text, confidence = self._cached_call(prompt, system, role, "scored", runnable, read)
         return str(text), confidence
 
     def first_token_logprobs(
@@ -272,10 +240,10 @@ class LLM:
 
         runnable = self.chat.bind(logprobs=True, top_logprobs=top, max_tokens=1)
         return dict(
-            self._logprob_call(prompt, system, role, f"first-token-top{top}", runnable, read)
+            self._cached_call(prompt, system, role, f"first-token-top{top}", runnable, read)
         )
 
-    def _logprob_call(
+    def _cached_call(
         self,
         prompt: str,
         system: str | None,
@@ -283,19 +251,21 @@ class LLM:
         name: str,
         runnable: Any,
         read: Callable[[Any], Any],
+        *,
+        as_text: bool = False,
     ) -> Any:
-        """``read(reply)`` of one call asking for log-probabilities, cached as JSON under the
-        cache key named `name` (a hit returns the decoded JSON)."""
+        """``read(reply)`` of one call, cached under the cache key named `name`: as JSON, or
+        as the text itself when `as_text` (a hit returns what was stored, decoded)."""
         key = self.cache_key(prompt, system=system, schema_name=name)
         if self.cache is not None and (hit := self.cache.get_text(key)) is not None:
             self.usage.add(role, cache_hits=1)
-            return json.loads(hit)
+            return hit if as_text else json.loads(hit)
         messages = build_messages(prompt, system)
         reply = self._invoke(runnable, messages, role)
         self._record(role, messages, reply)
         out = read(reply)
         if self.cache is not None:
-            self.cache.put_text(key, json.dumps(out))
+            self.cache.put_text(key, out if as_text else json.dumps(out))
         return out
 
     # ---- JSON
@@ -423,3 +393,8 @@ class LLM:
         if self.cache is not None:
             self.cache.put_text(key, json.dumps(jsonable(result.value)))
         return result.value
+
+
+def _text(reply: Any) -> str:
+    """A chat reply's text without its ``<think>`` block."""
+    return strip_reasoning(message_text(reply))

@@ -1,4 +1,8 @@
-"""Token log-probabilities from the local model, in process (the evaluator MoM's scores need).
+"""Token log-probabilities: read from a chat reply, and from the local model in process.
+
+A chat reply's log-probabilities (OpenAI's ``logprobs``, which llama.cpp's server also sends)
+give a reply's mean token probability (:func:`mean_probability`, the reader's certainty) and
+a first answer token's yes-share (:func:`yes_share`).
 
 MoM's selection reads two things from an evaluator model: the probability that a boundary
 between two chunks is a real break (one yes/no answer token) and the log-probability of every
@@ -24,6 +28,19 @@ import numpy as np
 
 YES = ("yes", "true")
 NO = ("no", "false")
+
+
+def reply_logprobs(reply: Any) -> list[dict[str, Any]]:
+    """The per-token log-probability records of a chat reply (OpenAI's
+    ``response_metadata["logprobs"]["content"]``; empty when the endpoint sent none)."""
+    meta = getattr(reply, "response_metadata", None) or {}
+    return list((meta.get("logprobs") or {}).get("content") or [])
+
+
+def mean_probability(logprobs: list[float]) -> float | None:
+    """The geometric-mean probability of tokens, ``exp(mean log p)``: the length-normalised
+    sequence probability (None for no tokens)."""
+    return math.exp(sum(logprobs) / len(logprobs)) if logprobs else None
 
 
 def yes_share(top_logprobs: Mapping[str, float]) -> float:
