@@ -96,17 +96,8 @@ def index_library(
     t0 = time.perf_counter()
     run = LibraryRun()
     writer = IndexWriter(store, config, emb_id, llm_id)
-    todo: list[SourceDoc] = []
-    done = 0
-    for d in docs:
-        report = writer.skip_report(d.doc_id, d.text)
-        if report is None or writer.needs_context(d.doc_id, d.title):
-            todo.append(d)
-            continue
-        done += 1
-        run.reports.append(report)
-        if progress:
-            progress(done, len(docs), report)
+    todo = _skip_held(writer, docs, run, progress)
+    done = len(run.reports)
     if todo and use_ray and llm_id == "offline" and (len(todo) > 1 or ray_address):
         with _ray_session(ray_address, workers) as cpus:
             run.workers = cpus
@@ -117,6 +108,23 @@ def index_library(
         _build_here(todo, load, run, done, len(docs), progress)
     run.seconds = time.perf_counter() - t0
     return run
+
+
+def _skip_held(
+    writer: IndexWriter, docs: Sequence[SourceDoc], run: LibraryRun, progress: Progress | None
+) -> list[SourceDoc]:
+    """The books to build; those the store holds the same way are reported into `run` as
+    skipped (with progress)."""
+    todo: list[SourceDoc] = []
+    for d in docs:
+        report = writer.skip_report(d.doc_id, d.text)
+        if report is None or writer.needs_context(d.doc_id, d.title):
+            todo.append(d)
+            continue
+        run.reports.append(report)
+        if progress:
+            progress(len(run.reports), len(docs), report)
+    return todo
 
 
 def _build_here(

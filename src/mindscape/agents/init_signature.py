@@ -16,7 +16,7 @@ from mindscape.agents._common import Node, doc_scope, emit, to_sig_item
 from mindscape.context import Context
 from mindscape.deps import Deps
 from mindscape.errors import StoreError
-from mindscape.state import COUNTERS, QAState, SignatureUpdate, canonical_task
+from mindscape.state import COUNTERS, QAState, SignatureItem, SignatureUpdate, canonical_task
 
 
 def check_input(state: QAState, known_docs: set[str] | None) -> str:
@@ -59,32 +59,44 @@ def make_init_signature(deps: Deps) -> Node:
             units=[s["unit_id"] for s in signature],
             method=ctx.signature,
         )
-        reset: dict[str, Any] = {name: Overwrite(0) for name in COUNTERS}
-        reset.update(
-            {
-                name: Overwrite([])
-                for name in ("probes", "retrieved", "evidence_memory", "attempts", "trace")
-            }
-        )
-        return {
-            **reset,
-            "question": question,
-            "task": task,
-            "preset": ctx.preset,
-            "query": question,
-            "signature": signature,
-            "pending_probes": [],
-            "round_hits": [],
-            "fused": "",
-            "update": SignatureUpdate(),
-            "decision": None,
-            "over_budget": None,
-            "answer": "",
-            "confidence": 0.0,
-            "sufficient": False,
-            "evidence": [],
-            "stop_reason": "",
-            "token_budget": run.token_budget,
-        }
+        return fresh_state(question, task, ctx.preset, signature, run.token_budget)
 
     return init_signature
+
+
+def fresh_state(
+    question: str,
+    task: str,
+    preset: str,
+    signature: list[SignatureItem],
+    token_budget: int | None,
+) -> dict[str, Any]:
+    """The state a new question starts from: its counters at 0, its lists emptied (a thread's
+    earlier question leaves nothing behind), the initial signature and the token budget."""
+    reset: dict[str, Any] = {name: Overwrite(0) for name in COUNTERS}
+    reset.update(
+        {
+            name: Overwrite([])
+            for name in ("probes", "retrieved", "evidence_memory", "attempts", "trace")
+        }
+    )
+    return {
+        **reset,
+        "question": question,
+        "task": task,
+        "preset": preset,
+        "query": question,
+        "signature": signature,
+        "pending_probes": [],
+        "round_hits": [],
+        "fused": "",
+        "update": SignatureUpdate(),
+        "decision": None,
+        "over_budget": None,
+        "answer": "",
+        "confidence": 0.0,
+        "sufficient": False,
+        "evidence": [],
+        "stop_reason": "",
+        "token_budget": token_budget,
+    }

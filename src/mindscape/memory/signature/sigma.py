@@ -153,6 +153,10 @@ def session_relevance_from_chunks(
 # --------------------------------------------------------------------------- greedy
 
 
+GAINS = ("query", "coverage", "diversity", "total")
+"""The gains :func:`greedy_select` reports for each pick."""
+
+
 def greedy_select(
     rel_norm: np.ndarray,
     match: np.ndarray,
@@ -191,17 +195,8 @@ def greedy_select(
         best = int(np.argmax(total))  # ties go to the first session in input order
         if not total[best] > params.min_gain:
             break
-        picks.append(
-            (
-                best,
-                {
-                    "query": float(rel_norm[best]),
-                    "coverage": float(gain_c[best]),
-                    "diversity": float(gain_d[best]),
-                    "total": float(total[best]),
-                },
-            )
-        )
+        gains = zip(GAINS, (rel_norm, gain_c, gain_d, total), strict=True)
+        picks.append((best, {name: float(values[best]) for name, values in gains}))
         available[best] = False
         cover = np.maximum(cover, match[best])
         if sim is not None:
