@@ -125,6 +125,17 @@ def add_quiet_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_listing_command(
+    sub: argparse._SubParsersAction, name: str, run: Callable[[argparse.Namespace], int], what: str
+) -> None:
+    """Register a command that lists what a store holds: `--store`, `--quiet` and `--json`
+    (`what` is the help of `--json`)."""
+    p = add_command(sub, name, run)
+    add_store_option(p)
+    add_quiet_option(p)
+    p.add_argument("--json", action="store_true", help=what)
+
+
 def add_store_option(p: argparse.ArgumentParser) -> None:
     """`--store DIR` (default: $MINDSCAPE_STORE or ./.mindscape/store)."""
     from mindscape.context import env_store

@@ -5,15 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from mindscape.commands.common import add_command, add_quiet_option, add_store_option
+from mindscape.commands.common import add_listing_command
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register `inspect`."""
-    q = add_command(sub, "inspect", run_inspect)
-    add_store_option(q)
-    add_quiet_option(q)
-    q.add_argument("--json", action="store_true", help="machine-readable output")
+    add_listing_command(sub, "inspect", run_inspect, "machine-readable output")
 
 
 def run_inspect(args: argparse.Namespace) -> int:

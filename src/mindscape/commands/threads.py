@@ -5,16 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from mindscape.commands.common import add_command, add_quiet_option, add_store_option
+from mindscape.commands.common import add_listing_command
 from mindscape.errors import StoreError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register `threads`."""
-    p = add_command(sub, "threads", run)
-    add_store_option(p)
-    add_quiet_option(p)
-    p.add_argument("--json", action="store_true", help="print one JSON list")
+    add_listing_command(sub, "threads", run, "print one JSON list")
 
 
 def run(args: argparse.Namespace) -> int:

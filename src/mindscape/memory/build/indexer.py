@@ -193,6 +193,12 @@ class _DocRun:
         """The index LLM when it writes `part`, else None (the part is built offline)."""
         return self.ix.llm if self.cfg.llm_writes(part) else None
 
+    def summarizer(self, doc: DocText, part: str) -> Summarizer:
+        """What writes `part`'s summaries (episodic or semantic): the LLM or extractive."""
+        return Summarizer(
+            doc, self.llm_for(part), self.ix.counter, input_tokens=self.cfg.summary_input_tokens
+        )
+
     def chunks(self) -> list[Chunk]:
         """The document's chunks, streamed block by block (a progress bar for long texts)."""
         cfg, text = self.cfg, self.text
@@ -243,12 +249,7 @@ class _DocRun:
         with ix.stage(self.report, "episodic"):
             episodic, window_of = episodic_units(
                 doc,
-                Summarizer(
-                    doc,
-                    self.llm_for("episodic"),
-                    ix.counter,
-                    input_tokens=cfg.summary_input_tokens,
-                ),
+                self.summarizer(doc, "episodic"),
                 window=cfg.window,
                 summary_tokens=cfg.summary_tokens,
                 bar=bar,
@@ -257,12 +258,7 @@ class _DocRun:
             semantic = raptor_units(
                 doc,
                 chunk_vecs,
-                Summarizer(
-                    doc,
-                    self.llm_for("semantic"),
-                    ix.counter,
-                    input_tokens=cfg.summary_input_tokens,
-                ),
+                self.summarizer(doc, "semantic"),
                 self.embed.texts,
                 params=cfg.cluster,
                 summary_tokens=cfg.summary_tokens,
