@@ -2,9 +2,9 @@
 is retrieved (:class:`RetrievalSettings`).
 
 A leaf: it imports nothing from mindscape but :mod:`mindscape.memory.types`. The fields a run
-sets have no defaults here: the run's :class:`~mindscape.context.Context` holds them and builds
-these objects (:meth:`~mindscape.context.Context.signature_params`,
-:meth:`~mindscape.context.Context.retrieval_settings`); :mod:`mindscape.retrieval_defaults`
+sets have no defaults here: the run's :class:`~mindscape.context.Context` holds them, and
+:func:`mindscape.run.signature_params` and :func:`mindscape.run.retrieval_settings` build
+these objects from it; :mod:`mindscape.retrieval_defaults`
 gives a default run's values to scripts and tests. Only the algorithm constants, which no run
 sets, have defaults here.
 """
@@ -92,8 +92,7 @@ class RetrievalSettings:
     """How `Retriever.retrieve` works.
 
     The fields a run sets have no defaults here: they come from the run's
-    :class:`~mindscape.context.Context` through
-    :meth:`~mindscape.context.Context.retrieval_settings`, and
+    :class:`~mindscape.context.Context` through :func:`mindscape.run.retrieval_settings`, and
     ``mindscape.retrieval_defaults.default_settings()`` gives the defaults. The algorithm
     constants after ``signature_params`` have their own."""
 
