@@ -1,4 +1,6 @@
-"""Helpers shared by the benchmark scripts: build-or-reuse stores, spans, timing figures.
+"""Helpers shared by the benchmark scripts: build-or-reuse stores, spans, timing figures, the
+samples a script draws (stories, pools, questions), bootstrap CIs and their report lines, and
+the parsers and `mindscape` runs several scripts start from.
 
 Stores are cached under ``$MINDSCAPE_BENCH_CACHE`` (default ``/tmp/ms_bench``), one directory
 per (dataset, split or doc set, the documents' content, index config). The `Indexer` skips documents it already
@@ -9,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
+import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +64,13 @@ def llm_namespace(args: argparse.Namespace) -> argparse.Namespace:
     )
 
 
+def index_llm_id(args: argparse.Namespace) -> str:
+    """The model id of the index LLM a script's ``--llm``/``--model``/... name (none loaded)."""
+    from mindscape.commands.common import settings_from_args
+
+    return settings_from_args(llm_namespace(args), index_llm=True).resolved().model_name()
+
+
 def log(*parts: Any) -> None:
     """Progress to stderr, so stdout keeps only the table and the JSON line."""
     print(*parts, file=sys.stderr, flush=True)
@@ -96,6 +107,11 @@ def build_store(
     return store
 
 
+def config_tag(config: IndexConfig, llm_id: str = "") -> str:
+    """What names a store's index config (and its index LLM) in its cache directory."""
+    return config.fingerprint("", llm_id)[:8]
+
+
 def split_store(
     bench: str | Path,
     dataset: str,
@@ -112,8 +128,7 @@ def split_store(
     splits = [split] if isinstance(split, str) else list(split)
     docs = [d for s in splits for d in load_documents(bench, dataset, s)]
     cfg = config or IndexConfig()
-    tag = cfg.fingerprint("", llm_id)[:8]
-    name = f"{dataset}-{'+'.join(splits)}-{documents_key(docs)}-{tag}"
+    name = f"{dataset}-{'+'.join(splits)}-{documents_key(docs)}-{config_tag(cfg, llm_id)}"
     return build_store(name, docs, embedder, config=cfg, llm=llm), docs
 
 
@@ -121,6 +136,14 @@ def chunk_spans(store: MemoryStore) -> dict[str, tuple[int, int]]:
     """Chunk id -> (char_start, char_end) in its document, for Recall@k against gold spans."""
     view = store.view("veridical")
     return {u.id: (int(u.meta["char_start"]), int(u.meta["char_end"])) for u in view.units}
+
+
+def retrieved_spans(
+    question: Any, ranked: Iterable[tuple[str, str]], spans: Mapping[str, tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """The spans of ranked (chunk id, doc id) pairs, for Recall@k against `question`'s gold
+    spans: a chunk of another document overlaps nothing."""
+    return [spans[unit] if doc == question.doc_id else (0, 0) for unit, doc in ranked]
 
 
 def percentiles(values_ms: Iterable[float]) -> dict[str, float]:
@@ -151,7 +174,7 @@ def latency_stores(
     import shutil
 
     cfg = config or IndexConfig()
-    tag = cfg.fingerprint("", "")[:8]
+    tag = config_tag(cfg)
     docs_all = {
         d.doc_id: d for d in load_documents(bench, "narrativeqa_lit", "dev", NQA_LATENCY_BOOKS)
     }
@@ -213,15 +236,119 @@ def paired_points(
     }
 
 
+def paired_diffs(
+    scores: Mapping[str, Sequence[float]],
+    pairs: Iterable[tuple[str, str]],
+    n_resamples: int = 2000,
+) -> dict[str, dict[str, float]]:
+    """`paired_points` of each pair ``(a, b)`` of `scores`' rows, keyed ``"a - b"`` (a pair
+    naming a row without scores is left out)."""
+    return {
+        f"{a} - {b}": paired_points(scores[a], scores[b], n_resamples)
+        for a, b in pairs
+        if a in scores and b in scores
+    }
+
+
+def mean_ci(values: Iterable[float], n_resamples: int = 2000) -> dict[str, float]:
+    """The mean of `values` with its percentile-bootstrap 95% CI, rounded to 4 places."""
+    from mindscape.eval.metrics import bootstrap_ci
+
+    mean, low, high = bootstrap_ci(values, n_resamples=n_resamples)
+    return {"mean": round(mean, 4), "low": round(low, 4), "high": round(high, 4)}
+
+
+def fmt_ci(r: Mapping[str, float]) -> str:
+    """A `mean_ci` figure as a table cell: ``mean  [low, high]``."""
+    return f"{r['mean']:.4f}  [{r['low']:.4f}, {r['high']:.4f}]"
+
+
+def paired_line(label: str, d: Mapping[str, float], metric: str) -> str:
+    """A `paired_points` figure in words, after `label`."""
+    return (
+        f"{label}: {d['mean']:+.2f} {metric} points (paired 95% CI {d['low']:+.2f} to "
+        f"{d['high']:+.2f}; better on {d['better']}, worse on {d['worse']})"
+    )
+
+
+def print_paired(
+    diffs: Mapping[str, Mapping[str, float]], metric: str, names: Mapping[str, str] | None = None
+) -> None:
+    """One `paired_line` per ``"a - b"`` difference; with `names`, a and b by their names there
+    first (the key after them)."""
+    for key, d in diffs.items():
+        label = key
+        if names is not None:
+            a, b = key.split(" - ")
+            label = f"{names.get(a, a)} − {names.get(b, b)} ({key})"
+        print(paired_line(label, d, metric))
+
+
+def choose_stories(docs: Sequence[Any], n: int | None, seed: int | None) -> list[Any]:
+    """All of `docs`, the first `n`, or with `seed` `n` drawn at random (kept in the split's
+    order, so a store built from a smaller draw is not reordered)."""
+    if not n or n >= len(docs):
+        return list(docs)
+    if seed is None:
+        return list(docs[:n])
+    import random
+
+    picked = set(random.Random(seed).sample(range(len(docs)), n))
+    return [d for i, d in enumerate(docs) if i in picked]
+
+
+def draw_pools(doc_ids: Sequence[str], n_pools: int, size: int, seed: int) -> list[list[str]]:
+    """`n_pools` random pools of `size` stories: disjoint blocks of one shuffle while the
+    stories last, then blocks of a fresh shuffle (so pools overlap only when they must)."""
+    if not 1 <= size <= len(doc_ids):
+        raise SystemExit(f"--pool-size must be in 1..{len(doc_ids)} (stories available)")
+    rng = np.random.default_rng(seed)
+    pools: list[list[str]] = []
+    order: list[str] = []
+    while len(pools) < n_pools:
+        if len(order) < size:
+            order = [str(d) for d in rng.permutation(sorted(doc_ids))]
+        pools.append(sorted(order[:size]))
+        order = order[size:]
+    return pools
+
+
+def spread(questions: Sequence[Any], n: int) -> list[Any]:
+    """`n` questions spread over their stories: every story's first, then every story's
+    second, and so on (stories in the order they come)."""
+    by_doc: dict[str, list[Any]] = {}
+    for q in questions:
+        by_doc.setdefault(q.doc_id, []).append(q)
+    out: list[Any] = []
+    depth = 0
+    while len(out) < n and any(depth < len(qs) for qs in by_doc.values()):
+        out.extend(qs[depth] for qs in by_doc.values() if depth < len(qs))
+        depth += 1
+    return out[:n]
+
+
+def doc_parser(doc: str | None) -> argparse.ArgumentParser:
+    """A parser with a script's docstring as its description (kept as written) and --bench."""
+    ap = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--bench", default="../shared/bench")
+    return ap
+
+
+def run_eval(cmd: Sequence[str], cwd: Path) -> None:
+    """Runs a ``mindscape ...`` command line (as the results show it) with this Python in
+    `cwd`, saying so on stderr first."""
+    log(f"running: {shlex.join(cmd)}")
+    subprocess.run([sys.executable, "-m", "mindscape", *cmd[1:]], cwd=cwd, check=True)
+
+
 def sample_parser(
     doc: str | None, *, split: str = "dev", sample: int = 60, seed: int = 7
 ) -> argparse.ArgumentParser:
     """A parser with a script's docstring and the options naming a fixed random sample of a
     bench split: --bench, --dataset, --split, --sample, --seed."""
-    ap = argparse.ArgumentParser(
-        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--bench", default="../shared/bench")
+    ap = doc_parser(doc)
     ap.add_argument("--dataset", default="fairytaleqa")
     ap.add_argument("--split", default=split)
     ap.add_argument("--sample", type=int, default=sample)

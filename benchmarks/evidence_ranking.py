@@ -34,12 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import bench_questions, limit_threads, log, paired_points, sample_parser
+from common import bench_questions, limit_threads, log, mean_ci, paired_points, sample_parser
 from focus_recall import NotStatedChat, holds_answer, targets
 
 from mindscape.deps import Deps
 from mindscape.eval.bench import system_view
-from mindscape.eval.metrics import bootstrap_ci
 from mindscape.eval.runner import store_dir
 from mindscape.graphs.qa import answer_question
 from mindscape.llm import LLMSettings
@@ -176,8 +175,7 @@ def summarise(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Means with 95% bootstrap CIs of one ranker's per-question rows."""
     out: dict[str, Any] = {"ranker": name}
     for key in ("hit1", "rr", "win", "holds"):
-        mean, low, high = bootstrap_ci([r[key] for r in rows])
-        out[key] = {"mean": round(mean, 4), "low": round(low, 4), "high": round(high, 4)}
+        out[key] = mean_ci([r[key] for r in rows], n_resamples=1000)
     ms = sorted(r["ms"] for r in rows if r.get("candidates"))
     out["ms_p50"] = round(ms[len(ms) // 2], 1) if ms else 0.0
     out["ms_mean"] = round(sum(ms) / len(ms), 1) if ms else 0.0

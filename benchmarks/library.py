@@ -45,7 +45,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import cache_root, chunk_spans, limit_threads, log, percentiles  # noqa: E402
-from retrieval_recall import KS, MAIN, evaluate, paired, variants  # noqa: E402
+from retrieval_variants import KS, MAIN, evaluate, paired, variants  # noqa: E402
 
 from mindscape.embeddings import encode, load_embedder, resolve_spec, spec_model_id  # noqa: E402
 from mindscape.eval.bench import load_documents, load_questions  # noqa: E402

@@ -18,12 +18,11 @@ MINDSCAPE_LLM_BASE_URL and MINDSCAPE_LLM_MODEL.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
-import subprocess
-import sys
 from pathlib import Path
+
+from common import doc_parser, run_eval
 
 from mindscape.eval.metrics import bootstrap_ci
 from mindscape.eval.report import PRIMARY_METRICS
@@ -136,10 +135,7 @@ def paired(parts: dict[str, dict]) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--bench", default="../shared/bench")
+    ap = doc_parser(__doc__)
     ap.add_argument("--run", action="store_true", help="run (or resume) the evaluations first")
     ap.add_argument("--jobs", nargs="*", help="dataset:split pairs to run; default all")
     args = ap.parse_args()
@@ -147,8 +143,7 @@ def main() -> None:
     for dataset, split, limit, per_doc in JOBS:
         if args.run and (not args.jobs or f"{dataset}:{split}" in args.jobs):
             cmd = command(args.bench, dataset, split, limit, per_doc)
-            print(f"running: {shlex.join(cmd)}", file=sys.stderr, flush=True)
-            subprocess.run([sys.executable, "-m", "mindscape", *cmd[1:]], cwd=REPO, check=True)
+            run_eval(cmd, REPO)
         text, part = table(dataset, split, limit, per_doc, args.bench)
         if part["scores"]:
             tables.append(text)

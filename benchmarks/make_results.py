@@ -10,13 +10,12 @@ questions (`--limit`), which the table says.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
+from common import doc_parser, run_eval
 from local_results import LOCAL_HEADING  # the section it writes, kept on regeneration
 
 from mindscape.eval.metrics import bootstrap_ci
@@ -116,10 +115,7 @@ def section(dataset: str, split: str, limit: int | None, cmd: list[str]) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--bench", default="../shared/bench")
+    ap = doc_parser(__doc__)
     ap.add_argument("--jobs", nargs="*", help="dataset:split pairs to (re)run; default all")
     ap.add_argument(
         "--no-run", action="store_true", help="only assemble docs/results.md from runs/eval"
@@ -130,8 +126,7 @@ def main() -> None:
     for dataset, split, limit in JOBS:
         cmd = command(args.bench, dataset, split, limit)
         if (dataset, split, limit) in jobs and not args.no_run:
-            print(f"running: {shlex.join(cmd)}", file=sys.stderr, flush=True)
-            subprocess.run([sys.executable, "-m", "mindscape", *cmd[1:]], cwd=REPO, check=True)
+            run_eval(cmd, REPO)
         if (REPO / f"runs/eval/{dataset}-{split}/report.json").exists():
             sections.append(section(dataset, split, limit, cmd))
     head = (REPO / "benchmarks" / "results_header.md").read_text()

@@ -63,10 +63,11 @@ def reader() -> Any:
     from mindscape.reasoners.llm import LLMReasoner
     from mindscape.reasoners.offline import OfflineReasoner
     from mindscape.reasoners.sentence_vectors import SentenceVectors
+    from mindscape.run import offline_calibration
 
     deps = Deps(llm_settings=LLMSettings(backend="local"))
     run = Context().resolved()
-    fallback = OfflineReasoner(SentenceVectors(load_embedder()), **run.offline_calibration())
+    fallback = OfflineReasoner(SentenceVectors(load_embedder()), **offline_calibration(run))
     return LLMReasoner(
         deps.get_chat(),
         fallback,

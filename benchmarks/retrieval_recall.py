@@ -24,11 +24,10 @@ Prints a table and, as its last line, one JSON object:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
-import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,336 +38,38 @@ from common import (  # noqa: E402
     CACHE_ENV,
     cache_root,
     chunk_spans,
+    draw_pools,
+    index_llm_id,
     limit_threads,
     llm_namespace,
     log,
-    paired_points,
+    paired_diffs,
+    paired_line,
+    print_paired,
     split_store,
+)
+from retrieval_variants import (  # noqa: E402
+    DOC_CONTEXT_ROWS,
+    KS,
+    MAIN,
+    Scores,
+    Variant,
+    evaluate,
+    paired,
+    variants,
 )
 
 from mindscape.embeddings import DEFAULT_MODEL, load_embedder, spec_model_id  # noqa: E402
 from mindscape.estimate import config_cost  # noqa: E402
-from mindscape.eval.bench import gold_spans, load_documents, load_questions  # noqa: E402
-from mindscape.eval.metrics import (
-    recall_at_k,  # noqa: E402
-)
+from mindscape.eval.bench import load_documents, load_questions  # noqa: E402
 from mindscape.memory.build.indexer import IndexConfig, parse_llm_parts  # noqa: E402
 from mindscape.memory.cache import IndexCache, content_key  # noqa: E402
-from mindscape.memory.retrieval.retriever import RetrievalSettings, Retriever  # noqa: E402
-from mindscape.memory.retrieval.scope import DOC_CONTEXTS, top_rows  # noqa: E402
-from mindscape.memory.signature.activation import activate  # noqa: E402
-from mindscape.memory.signature.sigma import SignatureParams  # noqa: E402
-from mindscape.retrieval_defaults import (  # noqa: E402
-    default_params,
-    default_retriever,
-    default_settings,
-    literal_params,
-)
+from mindscape.memory.retrieval.retriever import Retriever  # noqa: E402
+from mindscape.memory.retrieval.scope import DOC_CONTEXTS  # noqa: E402
+from mindscape.retrieval_defaults import default_retriever  # noqa: E402
 
-KS = (1, 3, 5, 10, 20)
-DOC_CONTEXT_ROWS = ("naive", "hybrid", "mia-rag")
-"""The rows ``--doc-context`` repeats with each chunk-vector context (plain, prefixed, max)."""
-ACTIVATION_ROUTER = "activation-router"
-
-
-@dataclasses.dataclass
-class Variant:
-    """One row of the table: how the signature is chosen and how chunks are scored."""
-
-    name: str
-    settings: RetrievalSettings
-    method: str | None = None
-    """None: no signature; else 'coverage' or 'first-k'."""
-    params: SignatureParams | None = None
-    group: str = "main"
-
-
-def variants(grid: bool, doc_context: bool = False) -> list[Variant]:
-    """The main rows, the α sweep, the rows the session summaries decide, (with
-    ``doc_context``) the main rows with each chunk-vector context and (with ``grid``) the
-    design sweep."""
-    base = default_settings()
-    dense = dataclasses.replace(base, chunk_mode="dense")
-    p = default_params()
-    out = [
-        Variant("naive", dataclasses.replace(dense, alpha=0.0)),
-        Variant("hybrid", dataclasses.replace(base, alpha=0.0)),
-        Variant("first-k", base, "first-k", p),
-        Variant("mia-rag", base, "coverage", p),
-    ]
-    if doc_context:
-        main = {v.name: v for v in out}
-        out += [
-            Variant(
-                f"{name} ctx={mode}",
-                dataclasses.replace(main[name].settings, doc_context=mode),
-                main[name].method,
-                main[name].params,
-                "doc-context",
-            )
-            for name in DOC_CONTEXT_ROWS
-            for mode in DOC_CONTEXTS
-        ]
-    out += [
-        # Is it the signature, or routing? ρ = 0.75 was the default before the pooled figures;
-        # the activation router boosts documents by the query's own activation share, no σ.
-        Variant(
-            "mia-rag ρ=0.75",
-            dataclasses.replace(base, region_doc_weight=0.75),
-            "coverage",
-            p,
-            "router",
-        ),
-        Variant("activation router (no σ)", base, ACTIVATION_ROUTER, p, "router"),
-    ]
-    for a in (0.25, 0.5, 0.75):
-        out.append(
-            Variant(f"mia-rag α={a}", dataclasses.replace(base, alpha=a), "coverage", p, "alpha")
-        )
-    for a in (0.25, 0.5, 0.75):
-        out.append(
-            Variant(f"first-k α={a}", dataclasses.replace(base, alpha=a), "first-k", p, "alpha")
-        )
-    # The rows the session summaries decide (the default selection reads them only in its
-    # redundancy term): what LLM-written summaries (--llm) change.
-    literal = literal_params()
-    summ = "summaries"
-    out += [
-        Variant("rel=summary", base, "coverage", dataclasses.replace(p, relevance="summary"), summ),
-        Variant(
-            "rel+match=summary",
-            base,
-            "coverage",
-            dataclasses.replace(p, relevance="summary", match="summary"),
-            summ,
-        ),
-        Variant(
-            "s(σ,c)=mean", dataclasses.replace(base, signature_mode="mean"), "coverage", p, summ
-        ),
-        # The paper-literal objective: summary relevance, summary-cosine match, dense E1, dense s(q,c).
-        Variant(
-            "literal: summary rel+match, dense, mean",
-            dataclasses.replace(dense, signature_mode="mean", gate="none"),
-            "coverage",
-            literal,
-            summ,
-        ),
-    ]
-    if not grid:
-        return out
-    g = "grid"
-    out += [
-        Variant(
-            "literal + members/region scoring",
-            dataclasses.replace(dense, gate="none"),
-            "coverage",
-            literal,
-            g,
-        ),
-        # Dense-only activation with the chosen selection.
-        Variant(
-            "dense E1, dense s(q,c), region",
-            dense,
-            "coverage",
-            dataclasses.replace(p, activation="dense"),
-            g,
-        ),
-        Variant(
-            "dense E1, dense s(q,c), members",
-            dataclasses.replace(dense, signature_mode="members"),
-            "coverage",
-            dataclasses.replace(p, activation="dense"),
-            g,
-        ),
-        Variant(
-            "first-k dense E1, dense s(q,c)",
-            dense,
-            "first-k",
-            dataclasses.replace(p, activation="dense"),
-            g,
-        ),
-        # Hybrid activation, dense s(q,c).
-        Variant("hybrid E1, dense s(q,c), region", dense, "coverage", p, g),
-        Variant(
-            "hybrid E1, dense s(q,c), window",
-            dataclasses.replace(dense, signature_mode="window", gate="none"),
-            "coverage",
-            p,
-            g,
-        ),
-        Variant(
-            "hybrid E1, dense s(q,c), members",
-            dataclasses.replace(dense, signature_mode="members", gate="none"),
-            "coverage",
-            p,
-            g,
-        ),
-        Variant("first-k hybrid E1, dense s(q,c)", dense, "first-k", p, g),
-        # Selection ablations (hybrid E1, hybrid s(q,c), region, gate).
-        Variant(
-            "match=summary+boost", base, "coverage", dataclasses.replace(p, match="summary"), g
-        ),
-        Variant("match=window", base, "coverage", dataclasses.replace(p, match="window"), g),
-        Variant("λQ=0.5", base, "coverage", dataclasses.replace(p, lambda_q=0.5), g),
-        Variant("λC=0.5", base, "coverage", dataclasses.replace(p, lambda_c=0.5), g),
-        Variant("λC=2", base, "coverage", dataclasses.replace(p, lambda_c=2.0), g),
-        Variant("λD=0", base, "coverage", dataclasses.replace(p, lambda_d=0.0), g),
-        Variant("K=3", base, "coverage", dataclasses.replace(p, k=3), g),
-        Variant("K=8", base, "coverage", dataclasses.replace(p, k=8), g),
-        Variant("K0=20", base, "coverage", dataclasses.replace(p, k0=20), g),
-        # Scoring ablations.
-        Variant("s(σ,c)=max", dataclasses.replace(base, signature_mode="max"), "coverage", p, g),
-        Variant(
-            "s(σ,c)=members", dataclasses.replace(base, signature_mode="members"), "coverage", p, g
-        ),
-        Variant(
-            "s(σ,c)=window", dataclasses.replace(base, signature_mode="window"), "coverage", p, g
-        ),
-        Variant(
-            "region ρ=0.25", dataclasses.replace(base, region_doc_weight=0.25), "coverage", p, g
-        ),
-        Variant("region ρ=0.5", dataclasses.replace(base, region_doc_weight=0.5), "coverage", p, g),
-        Variant(
-            "region ρ=1 (document share only)",
-            dataclasses.replace(base, region_doc_weight=1.0),
-            "coverage",
-            p,
-            g,
-        ),
-        Variant(
-            "region, windows weighted by gain",
-            dataclasses.replace(base, window_weights="gain"),
-            "coverage",
-            p,
-            g,
-        ),
-        Variant("gate=none", dataclasses.replace(base, gate="none"), "coverage", p, g),
-        Variant("gate power=1", dataclasses.replace(base, gate_power=1.0), "coverage", p, g),
-        Variant("gate power=3", dataclasses.replace(base, gate_power=3.0), "coverage", p, g),
-        Variant(
-            "late-fusion (chunks+outline)",
-            dataclasses.replace(base, chunk_mode="late-fusion", alpha=0.0),
-            None,
-            None,
-            g,
-        ),
-        Variant(
-            "late-fusion + signature",
-            dataclasses.replace(base, chunk_mode="late-fusion"),
-            "coverage",
-            p,
-            g,
-        ),
-    ]
-    return out
-
-
-@dataclasses.dataclass
-class Scores:
-    """Per-question Recall@k of every variant (in question order) and story accuracy."""
-
-    recall: dict[str, dict[int, list[float]]]
-    story: dict[str, list[float]]
-
-    def mean(self, name: str, k: int) -> float:
-        return float(np.mean(self.recall[name][k]))
-
-    def extend(self, other: Scores) -> None:
-        for name, ks in other.recall.items():
-            for k, vals in ks.items():
-                self.recall.setdefault(name, {}).setdefault(k, []).extend(vals)
-        for name, vals in other.story.items():
-            self.story.setdefault(name, []).extend(vals)
-
-
-def evaluate(
-    retriever: Retriever,
-    questions: list,
-    spans: dict,
-    rows: list[Variant],
-    k_max: int,
-    doc_ids: set[str] | None = None,
-) -> Scores:
-    """Recall@k per question and variant, with retrieval restricted to `doc_ids` (a pool;
-    None = the whole store), plus story accuracy of the signatures' first unit."""
-    per: dict[str, dict[int, list[float]]] = {v.name: {k: [] for k in KS} for v in rows}
-    story: dict[str, list[float]] = {}
-    sig_cache: dict[tuple, list] = {}
-    t0 = time.perf_counter()
-    for n, q in enumerate(questions, 1):
-        gold = gold_spans(q)
-        for v in rows:
-            signature = None
-            if v.method == ACTIVATION_ROUTER:
-                top = activation_router(retriever, q.question, doc_ids, v, k_max)
-                got = [spans[u] if d == q.doc_id else (0, 0) for u, d in top]
-                for k in KS:
-                    per[v.name][k].append(recall_at_k(got, gold, k))
-                continue
-            if v.method is not None:
-                key = (v.method, repr(v.params))
-                signature = sig_cache.get(key)
-                if signature is None:
-                    signature = retriever.signature(
-                        q.question, method=v.method, params=v.params, doc_ids=doc_ids
-                    )
-                    sig_cache[key] = signature
-                    # Under the first row that selects this signature.
-                    story.setdefault(v.name, []).append(
-                        float(bool(signature) and signature[0].unit_id.split(":")[0] == q.doc_id)
-                    )
-            hits = retriever.rank_chunks(
-                q.question, signature=signature, doc_ids=doc_ids, settings=v.settings, k=k_max
-            )
-            got = [spans[h.unit_id] if h.doc_id == q.doc_id else (0, 0) for h in hits]
-            for k in KS:
-                per[v.name][k].append(recall_at_k(got, gold, k))
-        sig_cache.clear()
-        if n % 200 == 0:
-            log(f"  {n}/{len(questions)} questions ({time.perf_counter() - t0:.0f}s)")
-    return Scores(per, story)
-
-
-def activation_router(
-    retriever: Retriever, query: str, doc_ids: set[str] | None, v: Variant, k: int
-) -> list[tuple[str, str]]:
-    """A signature-free control: the query's hybrid score plus α·(its document's share of the
-    rank-weighted K0 activation), α gated like the signature's (α·conf², conf the main
-    document's share). (chunk id, doc id) of the top k."""
-    sc = retriever.scope(doc_ids)
-    act = activate(sc, query, retriever.embed_query(query), v.params or default_params())
-    share = np.zeros(len(sc.docs))
-    np.add.at(share, sc.chunk_doc[act.rows], 1.0 / (np.arange(len(act.rows)) + 1.0))
-    share /= max(share.sum(), 1e-12)
-    alpha = v.settings.alpha * float(share.max()) ** v.settings.gate_power
-    fused = (1 - alpha) * act.score + alpha * share[sc.chunk_doc]
-    units = sc.chunks.units
-    return [(units[i].id, units[i].doc_id) for i in top_rows(fused, k)]
-
-
-def draw_pools(doc_ids: list[str], n_pools: int, size: int, seed: int) -> list[list[str]]:
-    """`n_pools` random pools of `size` stories: disjoint blocks of one shuffle while the
-    stories last, then blocks of a fresh shuffle (so pools overlap only when they must)."""
-    if not 1 <= size <= len(doc_ids):
-        raise SystemExit(f"--pool-size must be in 1..{len(doc_ids)} (stories available)")
-    rng = np.random.default_rng(seed)
-    pools: list[list[str]] = []
-    order: list[str] = []
-    while len(pools) < n_pools:
-        if len(order) < size:
-            order = [str(d) for d in rng.permutation(sorted(doc_ids))]
-        pools.append(sorted(order[:size]))
-        order = order[size:]
-    return pools
-
-
-def paired(scores: Scores, a: str, b: str, k: int = 10) -> dict[str, float]:
-    """Mean of `a − b` Recall@k over the questions, in points, with its paired bootstrap CI
-    and the counts of questions each side wins."""
-    return paired_points(scores.recall[a][k], scores.recall[b][k])
-
-
-MAIN = ("naive", "hybrid", "first-k", "mia-rag")
+PAIRS = (("mia-rag", "hybrid"), ("mia-rag", "naive"), ("hybrid", "naive"))
+"""The paired R@10 differences the table and the JSON line report."""
 
 
 def doc_context_report(total: Scores) -> dict[str, Any]:
@@ -386,11 +87,7 @@ def doc_context_report(total: Scores) -> dict[str, Any]:
             for k in (1, 10):
                 d = paired(total, f"{name} ctx={mode}", f"{name} ctx=plain", k)
                 out[f"{name} {mode} - plain @{k}"] = d
-                print(
-                    f"  {name} {mode} - plain: {d['mean']:+.2f} R@{k} points (paired 95% CI "
-                    f"{d['low']:+.2f} to {d['high']:+.2f}; better on {d['better']}, worse on "
-                    f"{d['worse']})"
-                )
+                print(paired_line(f"  {name} {mode} - plain", d, f"R@{k}"))
     return out
 
 
@@ -398,14 +95,14 @@ def index_setup(args: argparse.Namespace) -> tuple[IndexConfig, Any, str]:
     """(index config, a factory of the index LLM from a store's cache or None, its id)."""
     if args.llm is None:
         return IndexConfig(), None, ""
-    from mindscape.commands.common import llm_from_args, settings_from_args
+    from mindscape.commands.common import llm_from_args
 
     try:
         parts = parse_llm_parts(args.index_llm_parts)
     except ValueError as e:
         raise SystemExit(f"retrieval_recall.py: {e}") from None
     ns = llm_namespace(args)
-    llm_id = settings_from_args(ns, index_llm=True).resolved().model_name()
+    llm_id = index_llm_id(args)
     # One answer cache for every store this LLM indexes, so a dev+test pool reuses the
     # summaries the dev and the test store already paid for.
     shared = IndexCache(cache_root() / f"llm-{content_key(llm_id)[:12]}.sqlite3")
@@ -426,7 +123,8 @@ def print_estimate(args: argparse.Namespace, splits: list[str], config: IndexCon
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line (see the module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bench", default="../shared/bench")
     ap.add_argument("--dataset", default="fairytaleqa")
@@ -462,6 +160,12 @@ def main(argv: list[str] | None = None) -> int:
         help="minilm (default), gemma (EmbeddingGemma-300M) or a local BGE directory "
         "($MINDSCAPE_EMBEDDER); another than MiniLM keeps its stores in a subfolder",
     )
+    index_options(ap)
+    return ap
+
+
+def index_options(ap: argparse.ArgumentParser) -> None:
+    """The options of an LLM-indexed store, and ``--estimate`` of its cost."""
     ap.add_argument(
         "--llm",
         choices=["local", "openai"],
@@ -477,9 +181,87 @@ def main(argv: list[str] | None = None) -> int:
         help="the index parts the LLM writes (default: episodic, the session summaries)",
     )
     ap.add_argument("--estimate", action="store_true", help="print the LLM indexing cost and stop")
-    args = ap.parse_args(argv)
-    limit_threads(args.threads)
 
+
+def run_pools(
+    retriever: Retriever,
+    questions: Sequence[Any],
+    spans: dict,
+    rows: list[Variant],
+    pools: list[list[str]],
+    whole: bool,
+) -> tuple[Scores, list[Scores]]:
+    """`evaluate` on each pool's questions (retrieval within the pool, or with `whole` within
+    the whole store); returns the scores of all pools together and of each."""
+    total = Scores({}, {})
+    per_pool: list[Scores] = []
+    for n, pool in enumerate(pools, 1):
+        members = set(pool)
+        asked = [q for q in questions if q.doc_id in members]
+        scope = None if whole else members
+        retriever.warm(scope)
+        res = evaluate(retriever, asked, spans, rows, max(KS), doc_ids=scope)
+        per_pool.append(res)
+        total.extend(res)
+        if len(pools) > 1:
+            log(
+                f"  pool {n}/{len(pools)}: {len(pool)} stories, {len(asked)} questions, R@10 "
+                + ", ".join(f"{m} {res.mean(m, 10):.3f}" for m in MAIN)
+            )
+    return total, per_pool
+
+
+def pool_sd(per_pool: Sequence[Scores], name: str) -> float:
+    """The standard deviation of a row's R@10 over the pools (0 with one pool)."""
+    if len(per_pool) < 2:
+        return 0.0
+    return float(np.std([p.mean(name, 10) for p in per_pool], ddof=1))
+
+
+def print_table(rows: list[Variant], total: Scores, per_pool: Sequence[Scores]) -> None:
+    """R@5/10/20 of every row by group, its R@10 against naive's and its sd over the pools;
+    then how often each signature's first unit is from the question's story."""
+    naive10 = total.mean("naive", 10)
+    print(
+        f"{'variant':44s} {'R@5':>7s} {'R@10':>7s} {'R@20':>7s} {'R@10/naive':>11s} {'sd pools':>9s}"
+    )
+    group = None
+    for v in rows:
+        if v.group != group:
+            group = v.group
+            print(f"-- {group}")
+        r = {k: total.mean(v.name, k) for k in KS}
+        sd = pool_sd(per_pool, v.name)
+        print(
+            f"{v.name:44s} {r[5]:7.4f} {r[10]:7.4f} {r[20]:7.4f} {r[10] / naive10:11.3f} {sd:9.4f}"
+        )
+    print(
+        "signature's first unit in the gold story: "
+        + ", ".join(f"{k}: {np.mean(v):.3f}" for k, v in total.story.items())
+    )
+
+
+def recall_fields(
+    rows: list[Variant], total: Scores, per_pool: Sequence[Scores], diffs: dict[str, Any]
+) -> dict[str, Any]:
+    """The JSON line's Recall@k of the main rows, their sd over the pools, `diffs`, the α
+    sweep and the summaries' rows."""
+    return {
+        **{f"recall@{k}": {name: round(total.mean(name, k), 4) for name in MAIN} for k in KS},
+        "recall@10_sd_over_pools": {name: round(pool_sd(per_pool, name), 4) for name in MAIN},
+        "paired_recall@10_points": diffs,
+        "alpha_sweep_recall@10": {
+            str(a): round(total.mean(f"mia-rag α={a}", 10), 4) for a in (0.25, 0.5, 0.75)
+        },
+        "summaries_recall@10": {
+            v.name: round(total.mean(v.name, 10), 4) for v in rows if v.group == "summaries"
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    limit_threads(args.threads)
     splits = args.split.split("+")
     config, make_llm, llm_id = index_setup(args)
     if args.estimate:
@@ -494,75 +276,25 @@ def main(argv: list[str] | None = None) -> int:
     spans = chunk_spans(store)
     questions = [
         q for split in splits for q in load_questions(args.bench, args.dataset, split) if q.evidence
-    ]
-    if args.limit:
-        questions = questions[: args.limit]
-    retriever = default_retriever(store, emb)
+    ][: args.limit or None]
     rows = variants(args.grid, args.doc_context)
-    pools = (
-        draw_pools([d.doc_id for d in docs], args.pools, args.pool_size, args.seed)
-        if args.pools
-        else [sorted(d.doc_id for d in docs)]
-    )
+    ids = [d.doc_id for d in docs]
+    pools = draw_pools(ids, args.pools, args.pool_size, args.seed) if args.pools else [sorted(ids)]
     log(
         f"{args.dataset}/{args.split}: {len(docs)} documents, {len(spans)} chunks, "
         f"{len(questions)} questions, {len(rows)} variants, {len(pools)} pool(s)"
     )
-    total = Scores({}, {})
-    per_pool: list[Scores] = []
-    for n, pool in enumerate(pools, 1):
-        members = set(pool)
-        asked = [q for q in questions if q.doc_id in members]
-        scope = None if len(pools) == 1 and not args.pools else members
-        retriever.warm(scope)
-        res = evaluate(retriever, asked, spans, rows, max(KS), doc_ids=scope)
-        per_pool.append(res)
-        total.extend(res)
-        if len(pools) > 1:
-            log(
-                f"  pool {n}/{len(pools)}: {len(pool)} stories, {len(asked)} questions, R@10 "
-                + ", ".join(f"{m} {res.mean(m, 10):.3f}" for m in MAIN)
-            )
-
-    naive10 = total.mean("naive", 10)
+    retriever = default_retriever(store, emb)
+    total, per_pool = run_pools(retriever, questions, spans, rows, pools, not args.pools)
+    n_asked = len(total.recall["naive"][10])
     print(
         f"\n{args.dataset} / {args.split}: {len(docs)} stories, {len(spans)} chunks, "
-        f"{len(total.recall['naive'][10])} question(s) over {len(pools)} pool(s) of "
-        f"{len(pools[0])} stories"
+        f"{n_asked} question(s) over {len(pools)} pool(s) of {len(pools[0])} stories"
     )
-    print(
-        f"{'variant':44s} {'R@5':>7s} {'R@10':>7s} {'R@20':>7s} {'R@10/naive':>11s} {'sd pools':>9s}"
-    )
-    group = None
-    for v in rows:
-        if v.group != group:
-            group = v.group
-            print(f"-- {group}")
-        r = {k: total.mean(v.name, k) for k in KS}
-        sd = (
-            float(np.std([p.mean(v.name, 10) for p in per_pool], ddof=1))
-            if len(per_pool) > 1
-            else 0.0
-        )
-        print(
-            f"{v.name:44s} {r[5]:7.4f} {r[10]:7.4f} {r[20]:7.4f} {r[10] / naive10:11.3f} {sd:9.4f}"
-        )
-    print(
-        "signature's first unit in the gold story: "
-        + ", ".join(f"{k}: {np.mean(v):.3f}" for k, v in total.story.items())
-    )
-    diffs = {
-        "mia-rag - hybrid": paired(total, "mia-rag", "hybrid"),
-        "mia-rag - naive": paired(total, "mia-rag", "naive"),
-        "hybrid - naive": paired(total, "hybrid", "naive"),
-    }
-    for name, d in diffs.items():
-        print(
-            f"{name}: {d['mean']:+.2f} R@10 points (paired 95% CI {d['low']:+.2f} to "
-            f"{d['high']:+.2f}; better on {d['better']}, worse on {d['worse']})"
-        )
-    mia = total.mean("mia-rag", 10)
-    print(f"mia-rag / naive = {mia / naive10:.3f}")
+    print_table(rows, total, per_pool)
+    diffs = paired_diffs({name: total.recall[name][10] for name in MAIN}, PAIRS)
+    print_paired(diffs, "R@10")
+    print(f"mia-rag / naive = {total.mean('mia-rag', 10) / total.mean('naive', 10):.3f}")
     context = doc_context_report(total) if args.doc_context else {}
     summary = {
         "dataset": args.dataset,
@@ -570,23 +302,10 @@ def main(argv: list[str] | None = None) -> int:
         "pools": len(pools),
         "pool_size": len(pools[0]),
         "seed": args.seed,
-        **{f"recall@{k}": {name: round(total.mean(name, k), 4) for name in MAIN} for k in KS},
-        "recall@10_sd_over_pools": {
-            name: round(float(np.std([p.mean(name, 10) for p in per_pool], ddof=1)), 4)
-            if len(per_pool) > 1
-            else 0.0
-            for name in MAIN
-        },
-        "paired_recall@10_points": diffs,
-        "alpha_sweep_recall@10": {
-            str(a): round(total.mean(f"mia-rag α={a}", 10), 4) for a in (0.25, 0.5, 0.75)
-        },
-        "summaries_recall@10": {
-            v.name: round(total.mean(v.name, 10), 4) for v in rows if v.group == "summaries"
-        },
+        **recall_fields(rows, total, per_pool, diffs),
         **({"doc_context": context} if context else {}),
         "index_llm": llm_id or "offline",
-        "questions": len(total.recall["naive"][10]),
+        "questions": n_asked,
     }
     print(json.dumps(summary))
     return 0

@@ -1,6 +1,7 @@
-"""benchmarks/mom_recall.py without a model: the methods, the Recall@10 summary with paired
-differences on hand-made per-question hits, the per-story costs, and one run end to end over
-a toy bench with a scripted LLM, a fake evaluator and a hashing embedder."""
+"""benchmarks/mom_recall.py (and the modules it is split into: mom_build, mom_costs,
+mom_answers, with the shared helpers of common) without a model: the methods, the Recall@10
+summary with paired differences on hand-made per-question hits, the per-story costs, and one
+run end to end over a toy bench with a scripted LLM, a fake evaluator and a hashing embedder."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
+import common  # noqa: E402
+import mom_answers  # noqa: E402
+import mom_build  # noqa: E402
+import mom_costs  # noqa: E402
 import mom_recall  # noqa: E402
 
 from mindscape.llm import LLM, LLMSettings  # noqa: E402
@@ -19,7 +24,7 @@ from tests.fakes import HashingEmbedder, ScriptedChatModel  # noqa: E402
 
 
 def test_the_methods_are_a_to_d_over_their_memories():
-    rows = mom_recall.methods(paths=5, k=10)
+    rows = mom_build.methods(paths=5, k=10)
     assert [m.name for m in rows] == ["naive", "mom-offline", "mom-single", "mom-selected"]
     assert [m.preset for m in rows] == ["naive", "mom", "mom", "mom"]
     assert [m.memory for m in rows] == ["offline", "offline", "single", "selected"]
@@ -62,7 +67,7 @@ def test_summary_means_and_paired_differences():
     only = mom_recall.summarize({"naive": [1.0], "mom-selected": [0.0]}, n_resamples=10)
     assert list(only["paired_recall@10_points"]) == ["mom-selected - naive"]
     with pytest.raises(ValueError):
-        mom_recall.paired([1.0, 0.0], [1.0])
+        common.paired_points([1.0, 0.0], [1.0])
 
 
 def test_story_costs_take_the_outline_role_and_add_the_shared_greedy_path():
@@ -82,7 +87,7 @@ def test_story_costs_take_the_outline_role_and_add_the_shared_greedy_path():
         "outline_seconds": 300.0,
         "seconds": 320.0,
     }
-    own = mom_recall.story_costs(single, selected)
+    own = mom_costs.story_costs(single, selected)
     assert own["single"] == {
         "calls": 6,
         "tokens_in": 4000,
@@ -93,23 +98,23 @@ def test_story_costs_take_the_outline_role_and_add_the_shared_greedy_path():
         "index_seconds": 400.0,
     }
     assert own["selected"]["calls"] == 12 and own["selected"]["reads"] == 30
-    shared = mom_recall.story_costs(single, {**selected, "shared_cache": True})["selected"]
+    shared = mom_costs.story_costs(single, {**selected, "shared_cache": True})["selected"]
     assert (shared["calls"], shared["tokens_in"], shared["tokens_out"]) == (18, 12000, 1200)
     assert shared["seconds"] == 400.0 and shared["cached"] == 6
-    assert mom_recall.story_costs(None, {**selected, "shared_cache": True})["single"] is None
-    tot = mom_recall.cost_totals([own["single"], None, own["single"]])
+    assert mom_costs.story_costs(None, {**selected, "shared_cache": True})["single"] is None
+    tot = mom_costs.cost_totals([own["single"], None, own["single"]])
     assert tot["stories"] == 2 and tot["calls"] == 12 and tot["seconds"] == 200.0
-    assert mom_recall.cost_totals([None]) is None
+    assert mom_costs.cost_totals([None]) is None
 
 
 def test_usage_delta_keeps_what_a_story_added():
     before = {"index_outline": {"calls": 2, "tokens_in": 10}}
     after = {"index_outline": {"calls": 5, "tokens_in": 40}, "index_summary": {"calls": 1}}
-    assert mom_recall.usage_delta(before, after) == {
+    assert mom_build.usage_delta(before, after) == {
         "index_outline": {"calls": 3, "tokens_in": 30},
         "index_summary": {"calls": 1},
     }
-    assert mom_recall.usage_delta(after, after) == {}
+    assert mom_build.usage_delta(after, after) == {}
 
 
 # -- one run over a toy bench --------------------------------------------------------------
@@ -211,8 +216,8 @@ def _fake_models(monkeypatch) -> list[ScriptedChatModel]:
             self._llm[key] = LLM(chat, settings=settings, cache=self.memories[key].store.cache)
         return self._llm[key]
 
-    monkeypatch.setattr(mom_recall.Builder, "llm_for", llm_for)
-    monkeypatch.setattr(mom_recall.Builder, "local_evaluator", lambda self: FakeEvaluator())
+    monkeypatch.setattr(mom_build.Builder, "llm_for", llm_for)
+    monkeypatch.setattr(mom_build.Builder, "local_evaluator", lambda self: FakeEvaluator())
     return chats
 
 
@@ -301,13 +306,13 @@ def test_a_shared_cache_asks_the_greedy_path_once_and_reports_it_in_d(
 
 def test_stories_are_the_head_or_a_seeded_sample_in_split_order():
     docs = [f"story-{n}" for n in range(10)]
-    assert mom_recall.choose_stories(docs, None, None) == docs
-    assert mom_recall.choose_stories(docs, 3, None) == docs[:3]
-    sample = mom_recall.choose_stories(docs, 4, 1)
+    assert common.choose_stories(docs, None, None) == docs
+    assert common.choose_stories(docs, 3, None) == docs[:3]
+    sample = common.choose_stories(docs, 4, 1)
     assert len(sample) == 4 and sample == sorted(sample, key=docs.index)
-    assert sample == mom_recall.choose_stories(docs, 4, 1)  # the same seed, the same stories
+    assert sample == common.choose_stories(docs, 4, 1)  # the same seed, the same stories
     assert sample != docs[:4]  # a sample, not the head
-    assert mom_recall.choose_stories(docs, 20, 1) == docs
+    assert common.choose_stories(docs, 20, 1) == docs
 
 
 def test_answers_spread_over_the_stories():
@@ -316,8 +321,8 @@ def test_answers_spread_over_the_stories():
             self.doc_id, self.qid = doc_id, f"{doc_id}-{n}"
 
     qs = [Q("a", 0), Q("a", 1), Q("a", 2), Q("b", 0), Q("c", 0), Q("c", 1)]
-    assert [q.qid for q in mom_recall.spread(qs, 4)] == ["a-0", "b-0", "c-0", "a-1"]
-    assert [q.qid for q in mom_recall.spread(qs, 99)] == [
+    assert [q.qid for q in common.spread(qs, 4)] == ["a-0", "b-0", "c-0", "a-1"]
+    assert [q.qid for q in common.spread(qs, 99)] == [
         "a-0", "b-0", "c-0", "a-1", "c-1", "a-2",
     ]  # fmt: skip
 
@@ -342,7 +347,7 @@ def test_answer_f1_is_reported_per_method_and_resumes(tmp_path, monkeypatch, cap
             embedder=emb, chat=chat, llm_settings=LLMSettings(backend="openai", structured="off")
         )
 
-    monkeypatch.setattr(mom_recall, "answer_deps", answer_deps)
+    monkeypatch.setattr(mom_answers, "answer_deps", answer_deps)
     qfile = bench / "fairytaleqa" / "questions.jsonl"
     rows = [{**json.loads(line), "answers": ["Ann"]} for line in qfile.read_text().splitlines()]
     qfile.write_text("".join(json.dumps(r) + "\n" for r in rows))
