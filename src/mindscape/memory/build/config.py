@@ -10,8 +10,8 @@ from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mindscape.memory.cache import content_key
 from mindscape.memory.build.cluster import ClusterParams
+from mindscape.memory.cache import content_key
 
 COVERAGE = "anchor-to-next-item"
 """How an LLM outline item maps to chunks (in the index fingerprint: a store built under

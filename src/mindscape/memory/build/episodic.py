@@ -6,10 +6,10 @@ Windows partition the chunks in source order (shorter windows for short texts, s
 
 from __future__ import annotations
 
-from mindscape.memory.embed_cache import Bar
 from mindscape.memory.build.document import DocText, Summarizer
-from mindscape.memory.types import Unit
 from mindscape.memory.build.windows import windows
+from mindscape.memory.embed_cache import Bar
+from mindscape.memory.types import Unit
 from mindscape.prompts import summarize as summary_prompt
 
 

@@ -28,16 +28,13 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from mindscape.embeddings import embedder_id
-from mindscape.memory.cache import content_key
 from mindscape.memory.build.chunking import BLOCK_CHARS, Chunk, iter_chunks
-from mindscape.memory.embed_cache import EmbedCache, EmbedStats, in_context
 from mindscape.memory.build.config import (
     LLM_PARTS,
     PART_GROUPS,
@@ -50,7 +47,6 @@ from mindscape.memory.build.episodic import episodic_units
 from mindscape.memory.build.outline import outline_units
 from mindscape.memory.build.raptor import raptor_units
 from mindscape.memory.build.triples import chunk_triples
-from mindscape.memory.mom.paths import CachedEvaluator, Evaluator, default_evaluator
 from mindscape.memory.build.writer import (
     BuiltDoc,
     IndexReport,
@@ -58,6 +54,8 @@ from mindscape.memory.build.writer import (
     doc_context,
     peak_rss_mb,
 )
+from mindscape.memory.embed_cache import EmbedCache, EmbedStats, in_context
+from mindscape.memory.mom.paths import CachedEvaluator, Evaluator, default_evaluator
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import Unit
 from mindscape.tokens import TokenCounter, default_counter

@@ -19,13 +19,13 @@ from typing import Any, NamedTuple
 
 from mindscape import prompts
 from mindscape.llm.output import LLMOutputError
-from mindscape.memory.embed_cache import Bar
 from mindscape.memory.build.document import DocText
-from mindscape.memory.mom.paths import AtomicChunk, Evaluator, choose, path_clients
-from mindscape.memory.mom.outline import Section, detect_sections, resolve_anchor
 from mindscape.memory.build.summarize import extractive_summary
-from mindscape.memory.types import Unit
 from mindscape.memory.build.windows import windows
+from mindscape.memory.embed_cache import Bar
+from mindscape.memory.mom.outline import Section, detect_sections, resolve_anchor
+from mindscape.memory.mom.paths import AtomicChunk, Evaluator, choose, path_clients
+from mindscape.memory.types import Unit
 from mindscape.prompts import outline as outline_prompt
 from mindscape.tokens import TokenCounter
 

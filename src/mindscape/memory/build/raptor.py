@@ -13,8 +13,8 @@ from collections.abc import Callable
 import numpy as np
 
 from mindscape.memory.build.cluster import ClusterParams, soft_clusters
-from mindscape.memory.embed_cache import Bar
 from mindscape.memory.build.document import DocText, Summarizer
+from mindscape.memory.embed_cache import Bar
 from mindscape.memory.types import Unit
 from mindscape.prompts import summarize as summary_prompt
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from mindscape import prompts
-from mindscape.memory.embed_cache import Bar
 from mindscape.memory.build.document import DocText
+from mindscape.memory.embed_cache import Bar
 from mindscape.prompts import triples as triples_prompt
 
 
