@@ -169,6 +169,25 @@ def test_unknown_dataset_and_split(tiny_bench: Path) -> None:
         load_documents(tiny_bench, "toy", split="validation")
 
 
+def test_a_row_of_ones_own_bench_needs_only_the_layouts_required_fields(tiny_bench: Path) -> None:
+    """`dataset` defaults to the folder's name; a row without a required field is a one-line
+    error naming the file, the line and the field (it was a KeyError traceback)."""
+    docs = tiny_bench / "toy" / "documents.jsonl"
+    rows = [json.loads(line) for line in docs.read_text(encoding="utf-8").splitlines()]
+    for row in rows:
+        del row["dataset"]
+    _write_jsonl(docs, rows)
+    assert {d.dataset for d in load_documents(tiny_bench, "toy")} == {"toy"}
+    questions = tiny_bench / "toy" / "questions.jsonl"
+    lines = questions.read_text(encoding="utf-8").splitlines()
+    broken = json.loads(lines[1])
+    del broken["question"]
+    questions.write_text("\n".join([lines[0], json.dumps(broken), *lines[2:]]) + "\n")
+    with pytest.raises(BenchError, match=r"questions\.jsonl:2: missing question ") as info:
+        load_questions(tiny_bench, "toy")
+    assert "\n" not in str(info.value)
+
+
 def test_error_messages_are_one_line(tmp_path: Path, tiny_bench: Path) -> None:
     for call in (
         lambda: load_questions(tmp_path / "x", "toy"),

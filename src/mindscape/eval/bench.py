@@ -182,23 +182,47 @@ def _dataset_file(
     return path
 
 
-def _iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Stream the JSON objects of a jsonl file, one line at a time (blank lines skipped)."""
+def _iter_jsonl(path: Path, dataset: str) -> Iterator[dict[str, Any]]:
+    """Stream the JSON objects of a jsonl file, one line at a time (blank lines skipped).
+
+    Each row gets ``dataset`` (the folder's name) where it has none, and ``_where`` (the
+    file and line) for the loaders' errors.
+    """
     with path.open(encoding="utf-8") as handle:
         for line_no, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
-                yield json.loads(line)
+                row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise BenchError(f"bad JSON at {path}:{line_no} ({exc.msg})") from exc
+            if not isinstance(row, dict):
+                raise BenchError(f"{path}:{line_no}: expected a JSON object per line")
+            yield {"dataset": dataset, **row, "_where": f"{path}:{line_no}"}
+
+
+def _require(row: Mapping[str, Any], fields: tuple[str, ...]) -> None:
+    """A clear error for a row without one of `fields` (the bench layout's required ones)."""
+    missing = [f for f in fields if row.get(f) is None]
+    if missing:
+        raise BenchError(
+            f"{row['_where']}: missing {', '.join(missing)} "
+            f"(a row needs {', '.join(fields)}; see docs/evaluation.md)"
+        )
 
 
 # --------------------------------------------------------------------------- loaders
 
+DOCUMENT_FIELDS: tuple[str, ...] = ("doc_id", "split", "text")
+"""The fields every documents.jsonl row must have (`dataset` defaults to the folder's name)."""
+
+QUESTION_FIELDS: tuple[str, ...] = ("qid", "split", "doc_id", "task", "question")
+"""The fields every questions.jsonl row must have."""
+
 
 def _document_from_row(row: Mapping[str, Any]) -> BenchDocument:
     """Build a BenchDocument from one documents.jsonl row."""
+    _require(row, DOCUMENT_FIELDS)
     return BenchDocument(
         doc_id=row["doc_id"],
         dataset=row["dataset"],
@@ -214,6 +238,7 @@ def _document_from_row(row: Mapping[str, Any]) -> BenchDocument:
 
 def _question_from_row(row: Mapping[str, Any]) -> BenchQuestion:
     """Build a BenchQuestion from one questions.jsonl row."""
+    _require(row, QUESTION_FIELDS)
     return BenchQuestion(
         qid=row["qid"],
         dataset=row["dataset"],
@@ -254,7 +279,7 @@ def load_documents(
     path = _dataset_file(resolve_bench_dir(bench_dir), dataset, split, "documents.jsonl")
     wanted = set(doc_ids) if doc_ids is not None else None
     documents: list[BenchDocument] = []
-    for row in _iter_jsonl(path):
+    for row in _iter_jsonl(path, dataset):
         if split is not None and row.get("split") != split:
             continue
         if wanted is not None and row.get("doc_id") not in wanted:
@@ -295,7 +320,7 @@ def load_questions(
     wanted = set(doc_ids) if doc_ids is not None else None
     questions: list[BenchQuestion] = []
     taken: dict[str, int] = {}
-    for row in _iter_jsonl(path):
+    for row in _iter_jsonl(path, dataset):
         if limit is not None and len(questions) >= limit:
             break
         if split is not None and row.get("split") != split:
