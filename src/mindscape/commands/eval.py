@@ -34,7 +34,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     """What to run: the bench, dataset and split, the presets, the slice and the stores."""
-    p.add_argument("--bench", required=True, help="the bench directory (e.g. ../shared/bench)")
+    p.add_argument(
+        "--bench", required=True, help="a folder in the bench layout (docs/evaluation.md)"
+    )
     p.add_argument(
         "--dataset", required=True, help="a dataset of the bench (e.g. quality_leval, fairytaleqa)"
     )
@@ -111,9 +113,9 @@ def run(args: argparse.Namespace) -> int:
     OUT/results.jsonl as they finish; a rerun skips what is done.
 
     Examples:
-        mindscape eval --bench ../shared/bench --dataset quality_leval --split dev --preset naive,mindscape --limit 20
-        mindscape eval --bench ../shared/bench --dataset fairytaleqa --split test --estimate
-        mindscape eval --bench ../shared/bench --dataset nocha_sample --split test --llm extractive --json
+        mindscape eval --bench bench --dataset quality_leval --split dev --preset naive,mindscape --limit 20
+        mindscape eval --bench bench --dataset fairytaleqa --split test --estimate
+        mindscape eval --bench bench --dataset nocha_sample --split test --llm extractive --json
     """
     from mindscape.deps import choose_backend
     from mindscape.eval.runner import prepare, run_eval

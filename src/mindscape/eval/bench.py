@@ -1,4 +1,4 @@
-"""Loaders for the benchmark data in the bench layout (see `shared/bench/README.md`).
+"""Loaders for the benchmark data in the bench layout (see docs/evaluation.md).
 
 Layout::
 
