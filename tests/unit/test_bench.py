@@ -188,6 +188,22 @@ def test_a_row_of_ones_own_bench_needs_only_the_layouts_required_fields(tiny_ben
     assert "\n" not in str(info.value)
 
 
+def test_a_row_without_its_split_is_an_error_under_a_split_filter(tiny_bench: Path) -> None:
+    """A split filter must not skip a row that has no split at all (it did, silently)."""
+    docs = tiny_bench / "toy" / "documents.jsonl"
+    rows = [json.loads(line) for line in docs.read_text(encoding="utf-8").splitlines()]
+    del rows[-1]["split"]
+    _write_jsonl(docs, rows)
+    with pytest.raises(BenchError, match=rf"documents\.jsonl:{len(rows)}: missing split"):
+        load_documents(tiny_bench, "toy", split="dev")
+    questions = tiny_bench / "toy" / "questions.jsonl"
+    rows = [json.loads(line) for line in questions.read_text(encoding="utf-8").splitlines()]
+    del rows[0]["split"]
+    _write_jsonl(questions, rows)
+    with pytest.raises(BenchError, match=r"questions\.jsonl:1: missing split"):
+        load_questions(tiny_bench, "toy", split="test")
+
+
 def test_error_messages_are_one_line(tmp_path: Path, tiny_bench: Path) -> None:
     for call in (
         lambda: load_questions(tmp_path / "x", "toy"),

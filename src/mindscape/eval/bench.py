@@ -221,8 +221,7 @@ QUESTION_FIELDS: tuple[str, ...] = ("qid", "split", "doc_id", "task", "question"
 
 
 def _document_from_row(row: Mapping[str, Any]) -> BenchDocument:
-    """Build a BenchDocument from one documents.jsonl row."""
-    _require(row, DOCUMENT_FIELDS)
+    """Build a BenchDocument from one documents.jsonl row (checked by the loader)."""
     return BenchDocument(
         doc_id=row["doc_id"],
         dataset=row["dataset"],
@@ -237,8 +236,7 @@ def _document_from_row(row: Mapping[str, Any]) -> BenchDocument:
 
 
 def _question_from_row(row: Mapping[str, Any]) -> BenchQuestion:
-    """Build a BenchQuestion from one questions.jsonl row."""
-    _require(row, QUESTION_FIELDS)
+    """Build a BenchQuestion from one questions.jsonl row (checked by the loader)."""
     return BenchQuestion(
         qid=row["qid"],
         dataset=row["dataset"],
@@ -280,9 +278,10 @@ def load_documents(
     wanted = set(doc_ids) if doc_ids is not None else None
     documents: list[BenchDocument] = []
     for row in _iter_jsonl(path, dataset):
-        if split is not None and row.get("split") != split:
+        _require(row, DOCUMENT_FIELDS)  # before the filters, which would skip it silently
+        if split is not None and row["split"] != split:
             continue
-        if wanted is not None and row.get("doc_id") not in wanted:
+        if wanted is not None and row["doc_id"] not in wanted:
             continue
         documents.append(_document_from_row(row))
         if wanted is not None and len(documents) == len(wanted):
@@ -323,11 +322,12 @@ def load_questions(
     for row in _iter_jsonl(path, dataset):
         if limit is not None and len(questions) >= limit:
             break
-        if split is not None and row.get("split") != split:
+        _require(row, QUESTION_FIELDS)  # before the filters, which would skip it silently
+        if split is not None and row["split"] != split:
             continue
-        if wanted is not None and row.get("doc_id") not in wanted:
+        if wanted is not None and row["doc_id"] not in wanted:
             continue
-        doc = str(row.get("doc_id"))
+        doc = str(row["doc_id"])
         if per_doc is not None and taken.get(doc, 0) >= per_doc:
             continue
         taken[doc] = taken.get(doc, 0) + 1
