@@ -142,6 +142,12 @@ def test_context_options_default_to_none_and_their_help_names_the_real_default(
     assert context_values(args) == {}
     given = build_parser().parse_args(["ask", "Who?", "--max-rounds", "2", "--no-rewrite"])
     assert context_values(given) == {"max_rounds": 2, "query_rewrite": False}
+    for command in (
+        ["ask", "Who?"],
+        ["eval", "--bench", "b", "--dataset", "toy", "--split", "dev"],
+    ):
+        dense = build_parser().parse_args([*command, "--chunk-mode", "dense"])
+        assert context_values(dense)["chunk_mode"] == "dense"
     assert build_parser().parse_args(["demo", "--preset", "naive"]).preset == "naive"
     with pytest.raises(SystemExit):
         main(["ask", "--help"])
