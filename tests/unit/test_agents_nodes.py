@@ -518,6 +518,11 @@ def test_refine_stops_at_the_round_budget_with_the_best_attempt() -> None:
         make_refine, d, {**state, "rounds": 2, "attempts": attempts}, preset="comorag", max_rounds=2
     )
     assert out["decision"] == "STOP" and out["stop_reason"] == "rounds" and out["answer"] == "first"
+    tie = [_attempt(1, "first", False, 0.45), _attempt(2, "second", False, 0.45)]
+    out = run(
+        make_refine, d, {**state, "rounds": 2, "attempts": tie}, preset="comorag", max_rounds=2
+    )
+    assert out["answer"] == "first"  # a tie goes to the round that read the better-ranked evidence
     none = run(
         make_refine, d, {**state, "rounds": 2, "attempts": []}, preset="comorag", max_rounds=2
     )

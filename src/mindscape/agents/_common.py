@@ -86,11 +86,13 @@ def to_sig_unit(item: SignatureItem) -> SignatureUnit:
 
 
 def best_attempt(attempts: list[Attempt]) -> Attempt | None:
-    """The attempt to answer with: sufficient first, then confidence, then the latest."""
+    """The attempt to answer with: sufficient first, then confidence, then the earliest (each
+    round reads evidence ranked below what the earlier ones read, so on a tie the earlier
+    reading is the better one; the reader's capped confidences tie often)."""
     if not attempts:
         return None
     return max(
-        attempts, key=lambda a: (a["sufficient"], bool(a["answer"]), a["confidence"], a["round"])
+        attempts, key=lambda a: (a["sufficient"], bool(a["answer"]), a["confidence"], -a["round"])
     )
 
 
