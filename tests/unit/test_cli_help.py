@@ -148,6 +148,8 @@ def test_context_options_default_to_none_and_their_help_names_the_real_default(
     ):
         dense = build_parser().parse_args([*command, "--chunk-mode", "dense"])
         assert context_values(dense)["chunk_mode"] == "dense"
+        with pytest.raises(SystemExit):  # the choices come from the field's Literal
+            build_parser().parse_args([*command, "--read-summaries", "sometimes"])
     assert build_parser().parse_args(["demo", "--preset", "naive"]).preset == "naive"
     with pytest.raises(SystemExit):
         main(["ask", "--help"])

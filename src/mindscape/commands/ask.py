@@ -68,8 +68,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_context_option(p, "max_rounds", type=int)
     add_context_option(p, "max_llm_calls", type=int)
     add_context_option(p, "evidence_ranker", choices=RANKER_NAMES)
-    add_context_option(p, "read_summaries", choices=["off", "routed", "always"])
-    add_context_option(p, "chunk_mode", choices=["dense", "hybrid", "late-fusion"])
+    add_context_option(p, "read_summaries")
+    add_context_option(p, "chunk_mode")
     add_context_option(p, "query_rewrite", "--rewrite", action=argparse.BooleanOptionalAction)
     add_context_option(
         p, "llm_roles", metavar="ROLES", type=_roles, help="comma-separated, e.g. answer,update."

@@ -67,8 +67,12 @@ def add_context_option(p: argparse.ArgumentParser, name: str, *flags: str, **kwa
     """An option for the :class:`~mindscape.context.Context` field `name` (flag: ``--name``
     unless `flags` are given). It defaults to None, so that an option not given leaves the
     value to the preset or the Context; its help is the field's doc with its real default,
-    after `help` when one is given. :func:`context_values` collects what was given."""
+    after `help` when one is given; a field typed ``Literal[...]`` takes its values as the
+    option's choices unless `choices` are given. :func:`context_values` collects what was
+    given."""
     lead = kwargs.pop("help", "")
+    if "choices" not in kwargs and "action" not in kwargs:
+        kwargs["choices"] = context_choices(name)
     p.add_argument(
         *(flags or (f"--{name.replace('_', '-')}",)),
         dest=name,
@@ -84,6 +88,21 @@ def context_values(args: argparse.Namespace) -> dict[str, Any]:
     :func:`add_context_option`)."""
     names = getattr(args, "context_fields", ())
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
+def context_choices(name: str) -> list[str] | None:
+    """The values of the Context field `name` when it is typed ``Literal[...]`` (or that or
+    None), in their declared order; None for any other type."""
+    import types
+    import typing
+
+    from mindscape.context import Context
+
+    hint = typing.get_type_hints(Context)[name]
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    parts = typing.get_args(hint) if union else (hint,)
+    literal = next((a for a in parts if typing.get_origin(a) is typing.Literal), None)
+    return list(typing.get_args(literal)) if literal is not None else None
 
 
 def context_help(name: str) -> str:

@@ -81,8 +81,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--index-only", action="store_true", help="build the stores, answer nothing")
     add_context_option(p, "evidence_ranker", choices=RANKER_NAMES)
-    add_context_option(p, "read_summaries", choices=["off", "routed", "always"])
-    add_context_option(p, "chunk_mode", choices=["dense", "hybrid", "late-fusion"])
+    add_context_option(p, "read_summaries")
+    add_context_option(p, "chunk_mode")
 
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
