@@ -3,6 +3,9 @@
     python benchmarks/focus_recall.py --bench ../shared/bench --dataset fairytaleqa \
         --split dev --sample 200 --seed 7 --variants "naive" "naive:focus_tokens=0;llm_passage_tokens=600"
 
+``--sample 0`` with ``--doc-id`` and ``--per-doc`` takes each named book's first questions
+instead of a random sample (novels, whose stores take minutes each to build).
+
 Every question runs through the real graph, retriever and focused reader with a stand-in
 local model that answers "not stated", so each variant's first-round reading is recorded
 (the trace's ``passages``, or the chunks its ``read`` names when focus is off). Per variant
@@ -81,13 +84,17 @@ def main() -> None:
     ap = sample_parser(__doc__, sample=200)
     ap.add_argument("--stores", default=".mindscape/bench-stores")
     ap.add_argument("--variants", nargs="+", default=["naive", "mindscape"])
+    ap.add_argument("--doc-id", action="append", default=None, help="only this book (repeat)")
+    ap.add_argument("--per-doc", type=int, default=None, help="each book's first K questions")
     ap.add_argument(
         "--answer",
         action="store_true",
         help="answer with the local model too (full loop) and report token F1",
     )
     args = ap.parse_args()
-    questions, settings = bench_questions(args, sample=args.sample, seed=args.seed)
+    questions, settings = bench_questions(
+        args, sample=args.sample or None, seed=args.seed, doc_ids=args.doc_id, per_doc=args.per_doc
+    )
     questions = [q for q in questions if q.task in ("open_qa", "multiple_choice")]
     deps = (
         Deps(llm_settings=LLMSettings(backend="local"))
