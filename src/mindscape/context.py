@@ -120,9 +120,14 @@ class Context:
         metadata=_p("round", "Budgets per probe (ComoRAG) or shared by all probes of a round."),
     )
     top_n: int = field(default=50, metadata=_d("Candidates per layer before budget packing."))
-    chunk_mode: Literal["dense", "hybrid", "late-fusion"] | None = field(
+    chunk_mode: Literal["auto", "dense", "hybrid", "late-fusion"] | None = field(
         default=None,
-        metadata=_p("hybrid", "Veridical layer: dense | hybrid (BM25+dense) | late-fusion (MoM)."),
+        metadata=_p(
+            "auto",
+            "Veridical layer: dense | hybrid (BM25+dense) | late-fusion (MoM) | auto: hybrid "
+            "when the question's scope spans several documents (a library, a series), dense "
+            "within one book (docs/retrieval.md).",
+        ),
     )
     hybrid_weight: float = field(
         default=0.3, metadata=_d("BM25 weight in hybrid chunk ranking and activation.")

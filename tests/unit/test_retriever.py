@@ -598,3 +598,18 @@ def test_retriever_calls_default_to_its_own_settings(built):
     assert ids(r.candidates(q)) == ids(r.candidates(q, k0=r.params.k0))
     with pytest.raises(TypeError):
         Retriever(store, emb)  # type: ignore[call-arg]
+
+
+def test_auto_chunk_mode_ranks_hybrid_across_documents_and_dense_within_one(retriever):
+    q = "Ilse walked to the mine"
+
+    def scored(mode: str, doc_ids: set[str] | None = None) -> list[tuple[str, float]]:
+        st = default_settings(chunk_mode=mode, alpha=0.0)
+        hits = retriever.rank_chunks(q, settings=st, doc_ids=doc_ids, k=10)
+        return [(h.unit_id, round(h.score_query, 6)) for h in hits]
+
+    assert scored("hybrid") != scored("dense")  # BM25 moves the scores
+    assert scored("auto") == scored("hybrid")
+    for doc in DOCS:
+        assert scored("hybrid", {doc}) != scored("dense", {doc})
+        assert scored("auto", {doc}) == scored("dense", {doc})

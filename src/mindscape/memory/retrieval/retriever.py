@@ -48,6 +48,7 @@ from mindscape.memory.settings import (
     Activation,
     RetrievalSettings,
     SignatureParams,
+    chunk_ranking,
 )
 from mindscape.memory.signature.activation import activate
 from mindscape.memory.signature.conditioning import (
@@ -246,7 +247,8 @@ class Retriever:
                 )
                 for i, f in enumerate(late_fusion(plan, n, exclude))
             ]
-        s_q, s_sig, fused = layer_scores(plan, layer, hybrid=st.chunk_mode == "hybrid")
+        hybrid = chunk_ranking(st.chunk_mode, len(plan.scope.docs)) == "hybrid"
+        s_q, s_sig, fused = layer_scores(plan, layer, hybrid=hybrid)
         if exclude:
             gone = [view.row_of[i] for i in exclude if i in view.row_of]
             if gone:
