@@ -50,7 +50,7 @@ def variants(grid: bool, doc_context: bool = False) -> list[Variant]:
     p = default_params()
     out = [
         Variant("naive", dataclasses.replace(dense, alpha=0.0)),
-        Variant("hybrid", dataclasses.replace(base, alpha=0.0)),
+        Variant("hybrid", dataclasses.replace(base, chunk_mode="hybrid", alpha=0.0)),
         Variant("first-k", base, "first-k", p),
         Variant("mia-rag", base, "coverage", p),
     ]

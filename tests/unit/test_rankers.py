@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from mindscape.commands.common import context_choices
 from mindscape.reasoners import focus
 from mindscape.reasoners.rankers import (
     RANKER_DIR,
+    RANKER_NAMES,
     Candidate,
     FusedRanker,
     LearnedRanker,
@@ -79,6 +81,8 @@ def test_the_ranker_decides_what_the_reader_reads() -> None:
 def test_unknown_ranker_name_is_an_error() -> None:
     with pytest.raises(ValueError, match="unknown evidence ranker 'bm42'"):
         load_ranker("bm42")
+    # the CLI's --evidence-ranker choices come from the Context field: every name loads
+    assert sorted(context_choices("evidence_ranker") or []) == sorted(RANKER_NAMES)
 
 
 def test_a_missing_learned_ranker_warns_once_and_ranks_fused(

@@ -30,7 +30,6 @@ from mindscape.commands.common import (
 )
 from mindscape.errors import MindscapeError, StoreError
 from mindscape.presets import PRESET_NAMES
-from mindscape.reasoners.rankers import RANKER_NAMES
 from mindscape.state import QAInput, answer_step
 
 if TYPE_CHECKING:
@@ -67,7 +66,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_context_option(p, "preset", choices=PRESET_NAMES)
     add_context_option(p, "max_rounds", type=int)
     add_context_option(p, "max_llm_calls", type=int)
-    add_context_option(p, "evidence_ranker", choices=RANKER_NAMES)
+    add_context_option(p, "evidence_ranker")
     add_context_option(p, "read_summaries")
     add_context_option(p, "chunk_mode")
     add_context_option(p, "query_rewrite", "--rewrite", action=argparse.BooleanOptionalAction)

@@ -7,6 +7,8 @@ import inspect
 import os
 import sys
 import traceback
+import types
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -93,9 +95,6 @@ def context_values(args: argparse.Namespace) -> dict[str, Any]:
 def context_choices(name: str) -> list[str] | None:
     """The values of the Context field `name` when it is typed ``Literal[...]`` (or that or
     None), in their declared order; None for any other type."""
-    import types
-    import typing
-
     from mindscape.context import Context
 
     hint = typing.get_type_hints(Context)[name]

@@ -17,7 +17,6 @@ from mindscape.commands.common import (
     context_values,
 )
 from mindscape.errors import MindscapeError
-from mindscape.reasoners.rankers import RANKER_NAMES
 
 if TYPE_CHECKING:
     from mindscape.eval.runner import EvalSettings
@@ -80,7 +79,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--pooled", action="store_true", help="one store for all documents of the split (series)"
     )
     p.add_argument("--index-only", action="store_true", help="build the stores, answer nothing")
-    add_context_option(p, "evidence_ranker", choices=RANKER_NAMES)
+    add_context_option(p, "evidence_ranker")
     add_context_option(p, "read_summaries")
     add_context_option(p, "chunk_mode")
 
