@@ -22,8 +22,8 @@ from mindscape.memory.build.indexer import IndexConfig, Indexer
 from mindscape.memory.retrieval.retriever import Retriever
 from mindscape.memory.signature import sigma as sg
 from mindscape.memory.signature.select import member_match
-from mindscape.memory.store import MemoryStore
-from mindscape.memory.types import LAYERS
+from mindscape.memory.store import LayerView, MemoryStore
+from mindscape.memory.types import LAYERS, Unit
 from mindscape.retrieval_defaults import (
     default_params,
     default_retriever,
@@ -32,6 +32,7 @@ from mindscape.retrieval_defaults import (
 )
 from mindscape.tokens import default_counter
 from tests import signature_oracle as oracle
+from tests.random_scope import random_case, scope_of
 
 STOP = frozenset(
     "a an the and of to in was he she it his her they them their on at with for as had by that is".split()
@@ -543,16 +544,53 @@ def test_empty_store(tmp_path):
 
 
 def test_member_match_is_one_inside_the_window():
+    """Production's member_match on a hand-built scope: three sessions over six chunks, the
+    third with no member chunk (it matches nothing)."""
     rng = np.random.default_rng(0)
     chunks = rng.normal(size=(6, 8))
-    members = [chunks[:3], chunks[3:5], np.zeros((0, 8))]
-    m = oracle.member_match(chunks, members)
+    unit = chunks / np.linalg.norm(chunks, axis=1, keepdims=True)
+    ids_ = [f"c{i}" for i in range(6)]
+    sc = scope_of(
+        {
+            "veridical": LayerView(
+                "veridical",
+                [Unit(c, "d", "veridical", c, [c]) for c in ids_],
+                unit.astype(np.float32),
+            ),
+            "episodic": LayerView(
+                "episodic",
+                [
+                    Unit("s0", "d", "episodic", "s0", ids_[:3]),
+                    Unit("s1", "d", "episodic", "s1", ids_[3:5]),
+                    Unit("s2", "d", "episodic", "s2", []),
+                ],
+                np.eye(3, 8, dtype=np.float32),
+            ),
+        }
+    )
+    m = member_match(sc, [0, 1, 2], np.arange(6))
     assert m.shape == (3, 6)
-    assert np.allclose(m[0, :3], 1.0) and np.allclose(m[1, 3:5], 1.0)
+    assert np.allclose(m[0, :3], 1.0, atol=1e-6) and np.allclose(m[1, 3:5], 1.0, atol=1e-6)
     assert np.all(m[2] == 0.0)
     assert np.all((m >= 0) & (m <= 1))
-    unit = chunks / np.linalg.norm(chunks, axis=1, keepdims=True)
-    assert m[0, 5] == pytest.approx(max(0.0, float((unit[:3] @ unit[5]).max())))
+    assert m[0, 5] == pytest.approx(max(0.0, float((unit[:3] @ unit[5]).max())), abs=1e-6)
+    ref = oracle.member_match(chunks, [chunks[:3], chunks[3:5], np.zeros((0, 8))])
+    assert np.allclose(m, ref, atol=1e-6)
+
+
+def test_member_match_agrees_with_the_oracle_on_random_scopes():
+    """200 seeded random scopes, random candidate rows and session subsets (any order)."""
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        sc = random_case(rng).scope
+        rows = rng.choice(sc.n_chunks, size=int(rng.integers(1, sc.n_chunks + 1)), replace=False)
+        n_sess = len(sc.sessions)
+        sess = [int(j) for j in rng.permutation(n_sess)[: int(rng.integers(1, n_sess + 1))]]
+        fast = member_match(sc, sess, rows)
+        ref = oracle.member_match(
+            sc.chunk_vecs[rows], [sc.chunk_vecs[sc.session_members[j]] for j in sess]
+        )
+        assert np.allclose(fast, ref, atol=1e-6), seed
 
 
 def test_region_scores_doc_shares_and_confidence():

@@ -1,15 +1,29 @@
-"""Tests of the MiA signature: set-function properties, greedy quality, First-K and scoring."""
+"""Tests of the MiA signature: set-function properties, greedy quality, First-K and scoring.
+
+The production code (``sigma``, ``select.select_signature``, ``conditioning``) is checked
+against the literal reference in ``tests/signature_oracle.py`` on seeded random scopes
+(``tests/random_scope.py``), and on hand-made cases."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
 import numpy as np
 import pytest
 
-from mindscape.memory.settings import SignatureParams
+from mindscape.memory.settings import RetrievalSettings, SignatureParams
+from mindscape.memory.signature.conditioning import (
+    QueryPlan,
+    gated_alpha,
+    layer_scores,
+    resolve_signature,
+)
+from mindscape.memory.signature.conditioning import signature_scores as prod_signature_scores
+from mindscape.memory.signature.select import gains_of, select_signature
 from mindscape.memory.signature.sigma import (
+    _unit_rows,
     conditioned_scores,
     first_k,
     greedy_select,
@@ -20,14 +34,19 @@ from mindscape.memory.signature.sigma import (
     signature_vector,
     window_mask,
 )
-from mindscape.retrieval_defaults import literal_params
+from mindscape.memory.store import LayerView
+from mindscape.memory.types import SignatureUnit, Unit
+from mindscape.retrieval_defaults import default_params, default_settings, literal_params
+from tests.random_scope import random_case, scope_of
 from tests.signature_oracle import (
     coverage_greedy,
     f_coverage,
     f_diversity,
     f_query,
+    literal_greedy,
     signature_scores,
 )
+from tests.signature_oracle import member_match as oracle_member_match
 
 
 def unit(x: np.ndarray) -> np.ndarray:
@@ -62,38 +81,61 @@ def random_subset(rng: np.random.Generator, n: int) -> list[int]:
 # --------------------------------------------------------------------------- set functions
 
 
-def test_f_query_is_modular():
+def test_query_gain_is_modular():
+    """Production's Δf̃Q of a session is its normalised relevance whatever was picked before,
+    and the query gains of a pick order add up to the oracle's f_query of the set."""
     rng = np.random.default_rng(0)
+    params = literal_params(k=10)
     for _ in range(200):
-        rel = rng.normal(size=10)
-        perm = rng.permutation(10)
-        cut1, cut2 = sorted(rng.integers(0, 11, size=2))
-        A, B = list(perm[:cut1]), list(perm[cut1:cut2])
-        assert f_query(A + B, rel) == pytest.approx(f_query(A, rel) + f_query(B, rel))
+        rel, match, w, sim = prepared(rng, n_sessions=int(rng.integers(2, 10)))
+        order = [int(j) for j in rng.permutation(len(rel))]
+        gains = gains_of(order, rel, match, w, sim, params)
+        assert [g["query"] for _, g in gains] == pytest.approx([rel[j] for j in order])
+        cut = int(rng.integers(0, len(order) + 1))
+        head = sum(g["query"] for _, g in gains[:cut])
+        assert head == pytest.approx(f_query(order[:cut], normalise_relevance(rel)))
     assert f_query([], rel) == 0.0
 
 
-def test_f_coverage_is_monotone_and_submodular():
+def test_coverage_gain_is_monotone_and_submodular():
+    """Production's marginal coverage (``gains_of``, the arithmetic greedy uses too) equals the
+    oracle's fC difference, is never negative, and shrinks as the set grows (A ⊆ B)."""
     rng = np.random.default_rng(1)
+    params = literal_params(k=10)
     for _ in range(300):
         n_s, n_c = int(rng.integers(2, 9)), int(rng.integers(1, 25))
         match = rng.random((n_s, n_c)) * (rng.random((n_s, n_c)) < 0.7)
         w = rank_weights(rng.permutation(n_c))
-        B = random_subset(rng, n_s)
-        A = [s for s in B if rng.random() < 0.5]  # A ⊆ B
-        for s in range(n_s):
-            gain_a = f_coverage(A + [s], match, w) - f_coverage(A, match, w)
-            gain_b = f_coverage(B + [s], match, w) - f_coverage(B, match, w)
-            assert gain_a >= -1e-12  # monotone
-            assert gain_a >= gain_b - 1e-12  # diminishing returns
+        rel, sim = rng.random(n_s), np.zeros((n_s, n_s))
+        w_norm = w / (match.max(axis=0) @ w) if (match.max(axis=0) @ w) > 0 else 0 * w
+        s = int(rng.integers(0, n_s))
+        B = [j for j in random_subset(rng, n_s) if j != s]
+        A = [j for j in B if rng.random() < 0.5]  # A ⊆ B
+        gain_a = gains_of(A + [s], rel, match, w, sim, params)[-1][1]["coverage"]
+        gain_b = gains_of(B + [s], rel, match, w, sim, params)[-1][1]["coverage"]
+        assert gain_a == pytest.approx(
+            f_coverage(A + [s], match, w_norm) - f_coverage(A, match, w_norm)
+        )
+        assert gain_a >= -1e-12  # monotone
+        assert gain_a >= gain_b - 1e-12  # diminishing returns
 
 
-def test_f_diversity_is_a_penalty():
+def test_diversity_is_a_penalty():
     sim = np.array([[1.0, 0.9, -0.5], [0.9, 1.0, 0.2], [-0.5, 0.2, 1.0]])
-    assert f_diversity(0, [], sim) == 0.0
-    assert f_diversity(0, [1], sim) == pytest.approx(-0.9)
-    assert f_diversity(0, [2], sim) == 0.0  # a dissimilar unit is not a bonus
-    assert f_diversity(2, [0, 1], sim) == pytest.approx(-0.2)
+    rel, match, w = np.ones(3), np.zeros((3, 1)), np.ones(1)
+    params = literal_params(k=3, lambda_d=0.1)
+
+    def diversity(order: list[int]) -> list[float]:
+        return [g["diversity"] for _, g in gains_of(order, rel, match, w, sim, params)]
+
+    assert diversity([0, 1]) == pytest.approx([0.0, -0.9])
+    assert diversity([2, 0]) == [0.0, 0.0]  # a dissimilar unit is not a bonus
+    assert diversity([0, 1, 2]) == pytest.approx([0.0, -0.9, -0.2])
+    # greedy reports the same penalty, and the oracle's fD agrees
+    picks = greedy_select(rel, match, w, sim, params)
+    assert [j for j, _ in picks] == [0, 2, 1]
+    assert [g["diversity"] for _, g in picks] == pytest.approx([0.0, 0.0, -0.9])
+    assert f_diversity(0, [1], sim) == pytest.approx(-0.9) and f_diversity(0, [2], sim) == 0.0
 
 
 def test_normalise_relevance_handles_non_positive_max():
@@ -151,19 +193,17 @@ def test_greedy_reaches_one_minus_one_over_e_of_brute_force(lambda_q, lambda_c):
 
 
 def test_gains_are_consistent_and_match_the_objective():
+    """select_signature's units: at most K, distinct, ranked in pick order, each total the
+    λ-weighted sum of its terms and positive (the term values themselves are checked against
+    the oracle in test_select_signature_agrees_with_the_oracle)."""
     rng = np.random.default_rng(3)
-    params = literal_params(k=5, lambda_q=0.7, lambda_c=1.3, lambda_d=0.25)
-    for _ in range(20):
-        q, cv, ranks, cs, sids, sv = random_instance(rng, n_sessions=10, n_cands=40)
-        units = coverage_greedy(q, cv, ranks, cs, sids, sv, params)
+    params = default_params(k=5, lambda_q=0.7, lambda_c=1.3, lambda_d=0.25)
+    for _ in range(50):
+        case = random_case(rng)
+        units = select_signature(case.scope, case.query, case.embed, params)
         assert 1 <= len(units) <= params.k
         assert [u.rank for u in units] == list(range(len(units)))
         assert len({u.unit_id for u in units}) == len(units)
-        m = match_matrix(sv, cv, window_mask(sids, cs), params.window_boost)
-        w = rank_weights(ranks)
-        w_norm = w / (m.max(axis=0) @ w)
-        rel = normalise_relevance(sv @ q)
-        picked: list[int] = []
         for u in units:
             g = u.gains
             assert set(g) == {"query", "coverage", "diversity", "total"}
@@ -172,14 +212,7 @@ def test_gains_are_consistent_and_match_the_objective():
                 + params.lambda_c * g["coverage"]
                 + params.lambda_d * g["diversity"]
             )
-            j = sids.index(u.unit_id)
-            assert g["query"] == pytest.approx(rel[j])
-            assert g["coverage"] == pytest.approx(
-                f_coverage(picked + [j], m, w_norm) - f_coverage(picked, m, w_norm)
-            )
-            assert g["diversity"] == pytest.approx(f_diversity(j, picked, sv @ sv.T))
             assert g["total"] > 0
-            picked.append(j)
 
 
 def test_greedy_stops_when_no_positive_gain():
@@ -207,6 +240,15 @@ def test_diversity_breaks_a_tie_against_a_duplicate():
     assert [j for j, _ in with_div] == [0, 2]
 
 
+def greedy_ids(q, cv, ranks, cs, sids, sv, params: SignatureParams):
+    """Production's greedy over arrays prepared with production's helpers (summary relevance,
+    summary match with the window boost): the picked session ids and their gains."""
+    rel = normalise_relevance(unit(sv) @ unit(q))
+    m = match_matrix(sv, cv, window_mask(sids, cs), params.window_boost)
+    picks = greedy_select(rel, m, rank_weights(ranks), unit(sv) @ unit(sv).T, params)
+    return [(sids[j], g) for j, g in picks]
+
+
 def test_coverage_prefers_a_session_covering_many_candidates():
     # Session "wide" holds the top-ranked chunks; "narrow" is slightly more query-similar.
     q = unit(np.array([1.0, 0.2, 0.0, 0.0]))
@@ -215,59 +257,40 @@ def test_coverage_prefers_a_session_covering_many_candidates():
     cv = unit(np.array([[0.0, 0.0, 1.0, 0.1]] * 6 + [[0.0, 1.0, 0.0, 0.0]]))
     cs = ["wide"] * 6 + ["narrow"]
     ranks = np.arange(7)
-    rel_only = coverage_greedy(q, cv, ranks, cs, sids, sv, literal_params(k=1, lambda_c=0.0))
-    covering = coverage_greedy(q, cv, ranks, cs, sids, sv, literal_params(k=1, lambda_c=1.0))
-    assert rel_only[0].unit_id == "narrow"
-    assert covering[0].unit_id == "wide"
+    rel_only = greedy_ids(q, cv, ranks, cs, sids, sv, literal_params(k=1, lambda_c=0.0))
+    covering = greedy_ids(q, cv, ranks, cs, sids, sv, literal_params(k=1, lambda_c=1.0))
+    assert rel_only[0][0] == "narrow"
+    assert covering[0][0] == "wide"
     # the choice is made by the coverage term: wide covers the six best-ranked candidates
-    assert covering[0].gains["coverage"] > 2 * rel_only[0].gains["coverage"] > 0
-    assert rel_only[0].gains["query"] > covering[0].gains["query"]
+    assert covering[0][1]["coverage"] > 2 * rel_only[0][1]["coverage"] > 0
+    assert rel_only[0][1]["query"] > covering[0][1]["query"]
+    # the oracle chooses the same
+    for params, want in (
+        (literal_params(k=1, lambda_c=0.0), "narrow"),
+        (literal_params(k=1), "wide"),
+    ):
+        assert [u.unit_id for u in coverage_greedy(q, cv, ranks, cs, sids, sv, params)] == [want]
 
 
-def test_coverage_greedy_options():
+def test_select_signature_options():
     rng = np.random.default_rng(4)
-    q, cv, ranks, cs, sids, sv = random_instance(rng, n_sessions=6, n_cands=20)
-    texts = [f"summary {s}" for s in sids]
-    chunks = [[f"{s}:c{i}" for i in range(2)] for s in sids]
-    units = coverage_greedy(
-        q,
-        cv,
-        ranks,
-        cs,
-        sids,
-        sv,
-        literal_params(k=3),
-        session_texts=texts,
-        session_chunk_ids=chunks,
-    )
-    for u in units:
-        j = sids.index(u.unit_id)
-        assert u.text == texts[j] and u.chunk_ids == chunks[j]
-    # A caller's relevance and match replace the computed ones.
-    rel = np.zeros(len(sids))
-    rel[4] = 1.0
-    units = coverage_greedy(
-        q,
-        cv,
-        ranks,
-        cs,
-        sids,
-        sv,
-        literal_params(k=1, lambda_d=0.0),
-        session_rel=rel,
-        match=np.zeros((len(sids), len(cs))),
-    )
-    assert [u.unit_id for u in units] == ["s4"]
-    # k0 drops low-ranked candidates from coverage.
-    units_small = coverage_greedy(
-        q, cv, ranks, cs, sids, sv, literal_params(k=2, k0=1, lambda_q=0.0)
-    )
-    assert units_small[0].unit_id == cs[int(np.argmin(ranks))]
-    assert len(units_small) == 1  # its best match is picked; nothing is left to cover
-    # Relevance from member chunks.
-    units_chunks = coverage_greedy(q, cv, ranks, cs, sids, sv, literal_params(relevance="chunks"))
-    assert units_chunks
-    assert coverage_greedy(q, cv, ranks, cs, [], np.zeros((0, cv.shape[1]))) == []
+    case = random_case(rng, max_docs=1)
+    sc, embed = case.scope, case.embed
+    sessions = {u.id: u for u in sc.sessions.units}
+    for u in select_signature(sc, case.query, embed, default_params(k=3)):
+        assert u.text == sessions[u.unit_id].text
+        assert u.chunk_ids == sessions[u.unit_id].chunk_ids
+    # K0 = 1: the only candidate session is the top chunk's, and nothing is left to cover
+    top = int(np.argmax(sc.chunk_vecs @ case.qvec))
+    only = select_signature(sc, case.query, embed, literal_params(k=3, k0=1, lambda_q=0.0))
+    assert [u.unit_id for u in only] == [sc.sessions.units[sc.chunk_session[top]].id]
+    for relevance in ("summary", "chunks", "mean"):
+        assert select_signature(sc, case.query, embed, default_params(relevance=relevance))
+    with pytest.raises(ValueError):
+        select_signature(sc, case.query, embed, default_params(), method="top")
+    with pytest.raises(ValueError):
+        select_signature(sc, case.query, embed, default_params(match="nope"))  # type: ignore[arg-type]
+    assert select_signature(scope_of({}), case.query, embed, default_params()) == []
 
 
 def test_session_relevance_from_chunks():
@@ -292,7 +315,136 @@ def test_first_k_hand_built():
     assert first_k([0, 1, 2], [None, "x", "x"], 2) == ["x"]
 
 
+# --------------------------------------------------------------------------- production against the oracle
+
+
+def random_params(rng: np.random.Generator) -> SignatureParams:
+    """Signature settings drawn over every option (λs sometimes 0, K0 sometimes tiny)."""
+
+    def weight(*fixed: float) -> float:
+        return float(rng.choice(fixed)) if rng.random() < 0.5 else float(rng.random() * 1.5)
+
+    return default_params(
+        k=int(rng.integers(1, 7)),
+        k0=int(rng.choice([1, 3, 10, 50])),
+        lambda_q=weight(0.0, 1.0),
+        lambda_c=weight(0.0, 1.0),
+        lambda_d=weight(0.0, 0.1),
+        relevance=str(rng.choice(["summary", "chunks", "mean"])),
+        match=str(rng.choice(["summary", "members", "window"])),
+        activation=str(rng.choice(["dense", "hybrid"])),
+        hybrid_weight=float(rng.random()),
+        window_boost=float(rng.choice([0.0, 0.5, rng.random()])),
+        min_gain=float(rng.choice([0.0, 0.0, 0.05])),
+    )
+
+
+def literal_minmax(x: np.ndarray) -> np.ndarray:
+    lo, hi = float(x.min()), float(x.max())
+    return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x)
+
+
+def literal_activation(case, params: SignatureParams) -> tuple[list[int], np.ndarray]:
+    """E1 written out: the K0 best chunk rows (ties to the lower row) and every chunk's score,
+    the dense cosine or ``(1-w)·minmax(dense) + w·minmax(BM25)``."""
+    sc = case.scope
+    dense = sc.chunk_vecs.astype(np.float64) @ case.qvec.astype(np.float64)
+    score = dense
+    if params.activation == "hybrid":
+        bm25 = np.asarray(sc.bm25_scores(case.query), dtype=np.float64)
+        w = params.hybrid_weight
+        score = (1 - w) * literal_minmax(dense) + w * literal_minmax(bm25)
+    top = sorted(range(sc.n_chunks), key=lambda i: (-score[i], i))[: params.k0]
+    return top, score
+
+
+def oracle_signature(case, params: SignatureParams, method: str):
+    """The oracle's signature of a random case, from the scope's units and vectors only."""
+    sc = case.scope
+    chunks, cvecs = sc.chunks.units, sc.chunk_vecs.astype(np.float64)
+    top, score = literal_activation(case, params)
+    session_of = {c: u for u in sc.sessions.units for c in u.chunk_ids}
+    cand_session = [session_of[chunks[i].id].id for i in top]
+    session_ids = list(dict.fromkeys(cand_session))  # ordered by their best candidate
+    by_id = {u.id: (u, v) for u, v in zip(sc.sessions.units, sc.sessions.vecs, strict=True)}
+    vec_of = {u.id: v for u, v in zip(chunks, cvecs, strict=True)}
+    members = [np.array([vec_of[c] for c in by_id[s][0].chunk_ids]) for s in session_ids]
+    match = None  # the oracle's summary cosine with the window boost
+    if params.match == "members":
+        match = oracle_member_match(cvecs[top], members)
+    elif params.match == "window":
+        match = np.array([[float(c == s) for c in cand_session] for s in session_ids])
+    return coverage_greedy(
+        case.qvec,
+        cvecs[top],
+        range(len(top)),
+        cand_session,
+        session_ids,
+        np.array([by_id[s][1] for s in session_ids]),
+        params,
+        cand_scores=score[top],
+        match=match,
+        session_texts=[by_id[s][0].text for s in session_ids],
+        session_chunk_ids=[by_id[s][0].chunk_ids for s in session_ids],
+        method=method,
+    )
+
+
+@pytest.mark.parametrize("method", ["coverage", "first-k"])
+def test_select_signature_agrees_with_the_oracle(method):
+    """200 seeded random scopes and settings: select_signature (index arrays, vectorised greedy)
+    picks the oracle's sessions in the oracle's order with the oracle's gains."""
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        case, params = random_case(rng), random_params(rng)
+        got = select_signature(case.scope, case.query, case.embed, params, method)
+        want = oracle_signature(case, params, method)
+        assert [u.unit_id for u in got] == [u.unit_id for u in want], (seed, params)
+        for g, w in zip(got, want, strict=True):
+            assert g.gains == pytest.approx(w.gains, abs=1e-6), (seed, params)
+            assert (g.text, g.chunk_ids, g.rank) == (w.text, w.chunk_ids, w.rank)
+
+
+def test_greedy_select_agrees_with_the_literal_greedy():
+    """greedy_select against the oracle's greedy, which re-evaluates the set functions for
+    every candidate at every step, on 200 random prepared cases (λD on and off)."""
+    rng = np.random.default_rng(6)
+    for _ in range(200):
+        rel, match, w, sim = prepared(
+            rng, n_sessions=int(rng.integers(1, 10)), n_cands=int(rng.integers(1, 30))
+        )
+        params = random_params(rng)
+        got = greedy_select(rel, match, w, sim, params)
+        want = literal_greedy(rel, match, w, sim, params)
+        assert [j for j, _ in got] == [j for j, _ in want]
+        for (_, g), (_, o) in zip(got, want, strict=True):
+            assert g == pytest.approx(o, abs=1e-9)
+
+
 # --------------------------------------------------------------------------- scoring
+
+
+def hand_plan(mode: str, alpha: float = 0.5) -> QueryPlan:
+    """A one-document scope of three chunks (t0, t1, t2) and two sessions (a = {t0},
+    b = {t1}) whose summary vectors point along the two axes; the signature is both sessions,
+    the joined text embeds along the second axis."""
+    targets = unit(np.array([[1.0, 0.0], [0.0, 3.0], [1.0, 1.0]]))
+    chunks = [Unit(f"t{i}", "doc", "veridical", f"chunk {i}", [f"t{i}"]) for i in range(3)]
+    sessions = [
+        Unit("a", "doc", "episodic", "session a", ["t0"]),
+        Unit("b", "doc", "episodic", "session b", ["t1"]),
+    ]
+    sc = scope_of(
+        {
+            "veridical": LayerView("veridical", chunks, targets.astype(np.float32)),
+            "episodic": LayerView("episodic", sessions, np.eye(2, dtype=np.float32)),
+        }
+    )
+    sig = [SignatureUnit(u.id, u.text, u.chunk_ids, gains={"coverage": 0.5}) for u in sessions]
+    axis = np.array([0.0, 1.0], np.float32)
+    sa = resolve_signature(sc, sig, embed=(lambda _: axis) if mode == "joined" else None)
+    settings = default_settings(signature_mode=mode, alpha=alpha, doc_context="plain")
+    return QueryPlan(sc, "q", unit(np.array([1.0, 0.0])).astype(np.float32), sa, alpha, settings)
 
 
 def test_signature_vector_and_scores():
@@ -300,17 +452,145 @@ def test_signature_vector_and_scores():
     mean = signature_vector(units, "mean")
     assert np.allclose(mean, unit(np.array([1.0, 1.0])))
     assert signature_vector(units, "max").shape == (2, 2)
+    r = 1 / np.sqrt(2)
+    want = {
+        "max": [1.0, 1.0, r],
+        "mean": [r, r, 1.0],
+        "joined": [0.0, 1.0, r],
+        "members": [1.0, 1.0, r],  # t2's nearest member chunk is t0 (or t1)
+        "window": [1.0, 1.0, 0.0],  # t2 lies in no signature window
+        "region": [1.0, 1.0, 1.0],  # ρ = 1 and one document: the document term only
+    }
+    for mode, scores in want.items():
+        plan = hand_plan(mode)
+        assert prod_signature_scores(plan, "veridical") == pytest.approx(scores, abs=1e-6), mode
+        # the session layer: a unit scores the mean over its chunks (window-based modes) or its
+        # own vector (vector modes); session a is t0's window, b is t1's
+        assert len(prod_signature_scores(plan, "episodic")) == 2
+    # the oracle's vector-level scores agree on the vector modes
     targets = np.array([[1.0, 0.0], [0.0, 3.0], [1.0, 1.0]])
-    assert np.allclose(signature_scores(units, targets, "max"), [1.0, 1.0, 1 / np.sqrt(2)])
-    assert np.allclose(
-        signature_scores(units, targets, "mean"), [1 / np.sqrt(2), 1 / np.sqrt(2), 1.0]
-    )
-    assert np.allclose(
-        signature_scores(np.array([0.0, 1.0]), targets, "joined"), [0.0, 1.0, 1 / np.sqrt(2)]
-    )
+    for mode in ("max", "mean"):
+        assert np.allclose(signature_scores(units, targets, mode), want[mode])
+    assert np.allclose(signature_scores(np.array([0.0, 1.0]), targets, "joined"), want["joined"])
     assert np.array_equal(signature_scores(np.zeros((0, 2)), targets, "max"), np.zeros(3))
     with pytest.raises(ValueError):
         signature_scores(units, targets, "joined")
+    # no signature: 0 everywhere, and the fused score is the query score
+    plan = dataclasses.replace(hand_plan("mean"), sig=None)
+    assert np.array_equal(prod_signature_scores(plan, "veridical"), np.zeros(3))
+    s_q, s_sig, fused = layer_scores(plan, "veridical", hybrid=False)
+    assert np.array_equal(fused, s_q) and np.array_equal(s_sig, np.zeros(3))
+
+
+def literal_signature_scores(
+    plan: QueryPlan, sig: list[SignatureUnit], layer: str, *, graded: bool
+):
+    """s(σ, u) for every unit of a layer, written out from the units (the modes of
+    docs/retrieval.md, step 5), with the oracle's vector-level scores for mean, max, joined."""
+    sc, st, mode = plan.scope, plan.settings, plan.settings.signature_mode
+    view = sc.views[layer]
+    targets = view.vecs.astype(np.float64)
+    found = [(su, sc.views["episodic"].row_of[su.unit_id]) for su in sig]
+    sig_vecs = np.array([sc.views["episodic"].vecs[row] for _, row in found], dtype=np.float64)
+    if mode in ("mean", "max"):
+        return signature_scores(sig_vecs, targets, mode)
+    if mode == "joined":
+        return signature_scores(plan.sig.joined_vec[None, :], targets, "joined")
+    chunk_vec = {u.id: v for u, v in zip(sc.chunks.units, sc.chunk_vecs, strict=True)}
+    if mode == "members":
+        member_ids = {c for su, _ in found for c in su.chunk_ids}
+        members = _unit_rows(np.array([chunk_vec[c] for c in member_ids], dtype=np.float64))
+        return (_unit_rows(targets) @ members.T).max(axis=1)
+    # window and region: a value per chunk, then each unit's mean over its chunks
+    weight = {su.unit_id: max(su.gains["coverage"] + 1e-6 * su.gains["query"], 0.0) for su in sig}
+    top = max(weight.values())
+    in_win = {c: 0.0 for c in chunk_vec}
+    for su in sig:
+        for c in su.chunk_ids:
+            x = (weight[su.unit_id] / top if top > 0 else 1.0) if graded else 1.0
+            in_win[c] = max(in_win[c], x)
+    doc_of_unit = {u.id: u.doc_id for u in sc.views["episodic"].units}
+    total = sum(weight.values())
+    share: dict[str, float] = {}
+    for su in sig:
+        w = weight[su.unit_id] / total if total > 0 else 1.0 / len(sig)
+        share[doc_of_unit[su.unit_id]] = share.get(doc_of_unit[su.unit_id], 0.0) + w
+    doc_of_chunk = {u.id: u.doc_id for u in sc.chunks.units}
+    rho = st.region_doc_weight
+    value = {
+        c: in_win[c]
+        if mode == "window"
+        else (1 - rho) * in_win[c] + rho * share.get(doc_of_chunk[c], 0.0)
+        for c in chunk_vec
+    }
+    return np.array(
+        [np.mean([value[c] for c in u.chunk_ids]) if u.chunk_ids else 0.0 for u in view.units]
+    )
+
+
+def literal_alpha(case, sig: list[SignatureUnit], settings: RetrievalSettings) -> float:
+    """α after the gate, written out: α·conf^p with conf the rank-weighted share of the K0
+    activation in the document holding the largest share of the signature (the first on ties)."""
+    sc = case.scope
+    if not sig or settings.alpha == 0.0:
+        return 0.0
+    if settings.gate == "none" or len(sc.docs) <= 1:
+        return settings.alpha
+    doc_of_unit = {u.id: u.doc_id for u in sc.views["episodic"].units}
+    weight = [max(su.gains["coverage"] + 1e-6 * su.gains["query"], 0.0) for su in sig]
+    weight = weight if sum(weight) > 0 else [1.0] * len(sig)
+    share = {
+        d: sum(w for su, w in zip(sig, weight, strict=True) if doc_of_unit[su.unit_id] == d)
+        for d in sc.docs
+    }
+    main = max(sc.docs, key=lambda d: (share[d], -sc.docs.index(d)))
+    top, _ = literal_activation(case, settings.signature_params)
+    w = [1 / (r + 1) for r in range(len(top))]
+    inside = sum(wi for wi, i in zip(w, top, strict=True) if sc.chunks.units[i].doc_id == main)
+    return settings.alpha * (inside / sum(w)) ** settings.gate_power
+
+
+def test_conditioned_scoring_agrees_with_the_literal_definitions():
+    """200 seeded random scopes, each with a signature select_signature chose: every mode's
+    s(σ, u) on every layer, the gated α and the fused score match the written-out definitions."""
+    modes = ["mean", "max", "joined", "members", "window", "region"]
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        case = random_case(rng)
+        params = random_params(rng)
+        sig = select_signature(case.scope, case.query, case.embed, params)
+        if not sig:
+            continue
+        graded = bool(rng.random() < 0.5)
+        joined = unit(rng.normal(size=case.qvec.shape)).astype(np.float32)
+        settings = default_settings(
+            signature_mode=str(rng.choice(modes)),
+            alpha=float(rng.choice([0.0, 0.5, 1.0, rng.random()])),
+            gate=str(rng.choice(["none", "doc"])),
+            gate_power=float(rng.choice([1.0, 2.0])),
+            region_doc_weight=float(rng.random()),
+            doc_context="plain",
+            signature_params=params,
+        )
+        sa = resolve_signature(
+            case.scope,
+            sig,
+            embed=(lambda _, v=joined: v) if settings.signature_mode == "joined" else None,
+            graded=graded,
+        )
+        alpha = gated_alpha(case.scope, case.query, case.qvec, sa, settings)
+        assert alpha == pytest.approx(literal_alpha(case, sig, settings), abs=1e-9), seed
+        plan = QueryPlan(case.scope, case.query, case.qvec, sa, alpha, settings)
+        for layer in ("veridical", "episodic", "semantic"):
+            if not len(case.scope.views[layer]):
+                continue  # layer_scores returns before scoring an empty layer
+            got = prod_signature_scores(plan, layer)
+            want = literal_signature_scores(plan, sig, layer, graded=graded)
+            assert got == pytest.approx(want, abs=1e-5), (seed, layer, settings.signature_mode)
+            s_q, s_sig, fused = layer_scores(plan, layer, hybrid=False)
+            vecs = case.scope.views[layer].vecs.astype(np.float64)
+            assert s_q == pytest.approx(vecs @ case.qvec.astype(np.float64), abs=1e-5)
+            assert fused == pytest.approx((1 - alpha) * s_q + alpha * s_sig, abs=1e-9)
 
 
 def test_conditioned_scores_alpha_extremes():

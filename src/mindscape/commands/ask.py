@@ -4,8 +4,9 @@
                   [--option TEXT ...] [--preset NAME] [--json] [--stream]
 
 `--json` prints one object (answer, confidence, rounds, evidence with chunk ids and text,
-signature, LLM calls and tokens, the decision trace). `--stream` shows the agent's progress
-events as they happen (on stderr; with `--json`, as JSON lines on stdout before the result).
+signature, LLM calls, tokens and fallbacks, the decision trace). `--stream` shows the agent's
+progress events as they happen (on stderr; with `--json`, as JSON lines on stdout before the
+result).
 Errors a user can fix print one line on stderr and exit with 2.
 """
 
@@ -128,7 +129,7 @@ def render_text(out: dict[str, Any]) -> str:
         f"Answer: {out.get('answer', '')}",
         f"  confidence {out.get('confidence', 0.0):.2f} · {'sufficient' if out.get('sufficient') else 'insufficient'}"
         f" · {out.get('rounds', 0)} round(s) · {out.get('llm_calls', 0)} LLM call(s)"
-        f" · stop: {out.get('stop_reason', '')}",
+        f"{fallbacks_note(out)} · stop: {out.get('stop_reason', '')}",
         "Evidence:",
     ]
     for e in out.get("evidence") or []:
@@ -149,6 +150,16 @@ def render_text(out: dict[str, Any]) -> str:
 
 
 def ordered_by(out: dict[str, Any]) -> str:
+def fallbacks_note(out: dict[str, Any]) -> str:
+    """``" (1 LLM fallback: ...)"`` when a model reply stayed unusable and the extractive
+    reasoner answered in its place, so the answer is not taken for the model's; else
+    nothing."""
+    n = int(out.get("llm_fallbacks") or 0)
+    if not n:
+        return ""
+    return f" ({n} LLM fallback{'s' if n > 1 else ''}: the extractive reasoner stood in)"
+
+
     """``", ordered by the learned ranker"`` when the answer's round recorded its evidence
     ranker, else nothing."""
     step = answer_step(out)

@@ -5,6 +5,7 @@ Input: one record (a dict) per question and preset, for example::
     {"preset": "full", "qid": "nqa-…-q000", "dataset": "narrativeqa_lit", "task": "open_qa",
      "metrics": {"token_f1": 0.5, "rouge_l": 0.4},
      "llm_calls": 3, "tokens_in": 5200, "tokens_out": 80, "latency_s": 4.2,
+     "llm_fallbacks": 0,                                  # the extractive reasoner stood in
      "recall_at_k": {"1": 0.0, "5": 1.0, "10": 1.0},     # optional
      "pair_index": 152, "correct": True}                 # optional (NoCha claims)
 
@@ -26,8 +27,16 @@ from typing import Any
 
 from mindscape.eval.metrics import bootstrap_ci, pair_outcomes
 
-COST_FIELDS: tuple[str, ...] = ("llm_calls", "tokens_in", "tokens_out", "latency_s")
-"""Per-question cost fields, averaged and summed per group."""
+COST_FIELDS: tuple[str, ...] = (
+    "llm_calls",
+    "llm_fallbacks",
+    "tokens_in",
+    "tokens_out",
+    "latency_s",
+)
+"""Per-question cost fields, averaged and summed per group. ``llm_fallbacks`` counts the model
+replies that stayed unusable after a re-ask, for which the extractive reasoner answered
+instead: a run with many measures that reasoner more than the model."""
 
 RANKED_FIELDS: tuple[str, ...] = ("recall_at_k", "hit_at_k")
 """Optional per-question mappings k -> value, shown as curves over k."""
@@ -46,7 +55,8 @@ PRIMARY_METRICS: tuple[str, ...] = (
     "rouge_l",
     "exact_match",
 )
-"""Preference order for the one 'quality' number of a group (quality-vs-calls plot)."""
+"""Preference order for the one 'quality' number of a group (quality-vs-calls plot, eval's
+printed lines, the test-run log); ``f1`` is token F1 as the eval runner names it."""
 
 
 @dataclass(frozen=True)

@@ -88,17 +88,31 @@ def _ranked_section(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+COST_LABELS: dict[str, str] = {
+    "llm_calls": "LLM calls / q",
+    "llm_fallbacks": "LLM fallbacks / q",
+    "tokens_in": "tokens in / q",
+    "tokens_out": "tokens out / q",
+    "latency_s": "latency s / q",
+}
+"""The cost table's column of each of COST_FIELDS."""
+
+
+def _total(summary: Mapping[str, Any]) -> str:
+    """A cost field's total for a table cell; 'n/a' when no record has the field."""
+    return _fmt(summary["total"]) if summary.get("n") else "n/a"
+
+
 def _cost_section(report: Mapping[str, Any]) -> list[str]:
-    """One cost table: mean per question and totals."""
+    """One cost table: mean per question and totals, LLM fallbacks beside the calls, and a
+    line that says how many answers the extractive reasoner gave instead of the model."""
     header = [
         "preset",
         "dataset",
         "n",
-        "LLM calls / q",
-        "tokens in / q",
-        "tokens out / q",
-        "latency s / q",
+        *(COST_LABELS[name] for name in COST_FIELDS),
         "LLM calls total",
+        "LLM fallbacks total",
         "tokens total",
     ]
     rows = []
@@ -110,12 +124,25 @@ def _cost_section(report: Mapping[str, Any]) -> list[str]:
                 g["preset"],
                 g["dataset"],
                 g["n"],
-                *(_fmt(cost[name]["mean"], 2) for name in COST_FIELDS),
-                _fmt(cost["llm_calls"]["total"]),
+                *(_fmt((cost.get(name) or {}).get("mean"), 2) for name in COST_FIELDS),
+                _total(cost["llm_calls"]),
+                _total(cost.get("llm_fallbacks") or {}),
                 _fmt(tokens_total),
             ]
         )
-    return ["## Cost", "", markdown_table(header, rows), ""]
+    lines = ["## Cost", "", markdown_table(header, rows), ""]
+    fell_back = [
+        f"{g['preset']} on {g['dataset']}: {g['cost']['llm_fallbacks']['total']:.0f}"
+        for g in report["groups"]
+        if (g["cost"].get("llm_fallbacks") or {}).get("total")
+    ]
+    if fell_back:
+        lines += [
+            "LLM fallbacks: model replies that stayed unusable after a re-ask, answered by the "
+            "extractive reasoner instead (" + "; ".join(fell_back) + ").",
+            "",
+        ]
+    return lines
 
 
 def _provenance_section(report: Mapping[str, Any]) -> list[str]:

@@ -67,8 +67,9 @@ class SignatureParams:
     of a picked session loses about 0.1); 0 restores the 1-1/e guarantee."""
     relevance: RelevanceSource
     """Where rel(q,s) comes from when the caller passes no ``session_rel``: ``"summary"``
-    = cosine of query and summary; ``"chunks"`` = best query-chunk cosine among the session's
-    candidate chunks (0 for sessions with none); ``"mean"`` = the average of the two."""
+    = cosine of query and summary; ``"chunks"`` = best activation score (the dense cosine, or
+    its hybrid fusion with BM25 under ``activation="hybrid"``) among the session's candidate
+    chunks; ``"mean"`` = the average of the two."""
     match: MatchSource
     """How m(s, c_i) is computed by the retriever: ``"summary"`` = cosine of summary and
     chunk plus ``window_boost`` in the window (:func:`~mindscape.memory.signature.sigma.match_matrix`);

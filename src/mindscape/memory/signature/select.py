@@ -53,9 +53,8 @@ def select_signature(
     sim = session_vecs @ session_vecs.T
 
     if method == "coverage":
-        picks = sig.greedy_select(
-            sig.normalise_relevance(rel), match, weights, sim if params.lambda_d else None, params
-        )
+        # sim even when λD = 0: the units then report fD(s|A) as First-K's do (λD weighs it)
+        picks = sig.greedy_select(sig.normalise_relevance(rel), match, weights, sim, params)
     else:
         order = sig.first_k(ranks, cand_session.tolist(), params.k)
         picks = gains_of([sess.index(s) for s in order], rel, match, weights, sim, params)
