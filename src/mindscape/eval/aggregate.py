@@ -52,6 +52,7 @@ PRIMARY_METRICS: tuple[str, ...] = (
     "accuracy",
     "claim_correct",
     "token_f1",
+    "f1",
     "rouge_l",
     "exact_match",
 )
