@@ -29,6 +29,40 @@ STORY = REPO / "src" / "mindscape" / "data" / "cinderella.txt"
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 
 
+def in_ci() -> bool:
+    """Whether this is a CI run: ``CI`` set to anything but empty, ``0``, ``false`` or ``no``."""
+    return os.environ.get("CI", "").strip().lower() not in {"", "0", "false", "no"}
+
+
+def require(condition: object, reason: str, target: str) -> None:
+    """Go on when `condition` holds; otherwise stop the test for a missing install.
+
+    The one rule for a test that needs something `make test` installs (the local model,
+    Chromium, the built chat page, a dev package): under CI (``CI=true``) its absence is a
+    broken install and the test FAILS with `reason`; locally the test is skipped, and the
+    reason names the make target that installs it (`target`, e.g. ``"model"``). A missing
+    *bench* is not such a case (CI has none by design): those tests keep a plain skip.
+    """
+    if condition:
+        return
+    if in_ci():
+        pytest.fail(
+            f"{reason}; CI is set, so this is a broken install, not a skip"
+            f" (`make {target}` should have installed it)",
+            pytrace=False,
+        )
+    pytest.skip(f"{reason}; `make {target}` installs it")
+
+
+def require_local_model() -> None:
+    """`require` the local model the `auto` backend resolves to (`make model` installs it)."""
+    from mindscape.llm import LLMSettings, resolve_backend
+
+    backend, notice = resolve_backend(LLMSettings(backend="auto"))
+    why = (notice or "").split(";")[0] or f"the backend resolves to {backend}"
+    require(backend == "local", f"no usable local model ({why})", "model")
+
+
 @pytest.fixture
 def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Fail any connection that is not to loopback; ignore proxy settings."""

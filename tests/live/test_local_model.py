@@ -1,4 +1,4 @@
-"""The real local model through the full graph (installed by `make test`; skipped without it).
+"""The real local model through the full graph (`make test` installs it; see `require`).
 
 A short story is indexed with the real embedder and Chroma, then the agent answers an open
 question, a multiple-choice question and a claim with Qwen2.5-Coder-1.5B-Instruct served by
@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from mindscape.answers import normalize_answer
-from mindscape.llm import LLMSettings, resolve_backend
+from mindscape.llm import LLMSettings
+from tests.conftest import require_local_model
 
 pytestmark = [pytest.mark.local_model, pytest.mark.integration]
 
@@ -49,8 +50,7 @@ def _settings() -> LLMSettings:
 
 @pytest.fixture(scope="module")
 def story_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if resolve_backend(LLMSettings())[0] != "local" and not os.environ.get("MINDSCAPE_LOCAL_MODEL"):
-        pytest.skip("the local model is not installed (make model)")
+    require_local_model()
     from mindscape.embeddings import load_embedder
     from mindscape.memory.build.indexer import Indexer
     from mindscape.memory.store import MemoryStore
@@ -210,8 +210,7 @@ The grateful fishermen gave Marta a brass telescope, which she kept beside the l
 
 def test_a_book_that_gives_orders_is_read_as_a_story(tmp_path: Path) -> None:
     """The real local model answers about the story, not PWNED; the budgets hold."""
-    if resolve_backend(LLMSettings())[0] != "local" and not os.environ.get("MINDSCAPE_LOCAL_MODEL"):
-        pytest.skip("the local model is not installed (make model)")
+    require_local_model()
     from mindscape.deps import Deps, open_store
     from mindscape.embeddings import load_embedder
     from mindscape.graphs.qa import answer_question

@@ -1,10 +1,13 @@
-"""The in-process log-probability scorer on the real local model (skipped without it)."""
+"""The in-process log-probability scorer on the real local model.
+
+Without the model: a failure under CI, locally a skip naming `make model` (`require`).
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from mindscape.llm import LLMSettings, resolve_backend
+from tests.conftest import require_local_model
 
 pytestmark = [pytest.mark.local_model, pytest.mark.integration]
 
@@ -16,8 +19,7 @@ CHUNK = (
 
 @pytest.fixture(scope="module")
 def scorer():  # noqa: ANN201
-    if resolve_backend(LLMSettings())[0] != "local":
-        pytest.skip("the local model is not installed (make model)")
+    require_local_model()
     from mindscape.llm.logprobs import LocalScorer
 
     return LocalScorer(n_ctx=512)
