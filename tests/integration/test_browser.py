@@ -1,19 +1,21 @@
 """The chat page in a real browser: Playwright drives the system Chromium against `langgraph dev`.
 
-`make test` installs Chromium (Debian's) and builds the page (`make ui-build`) first. Where
-either is missing the test is skipped, with the reason in pytest's summary (``-ra``).
+`make test` installs Chromium (Debian's) and builds the page (`make browser`) first. Where
+either is missing, `require` fails the test under CI and skips it locally, naming the make
+target that installs it (the reason shows in pytest's summary, ``-ra``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mindscape.serve import page_url, serve_static, start_langgraph_dev, stop, system_chromium
-from tests.conftest import REPO
+from tests.conftest import REPO, require
 
 pytestmark = pytest.mark.integration
 
@@ -24,14 +26,21 @@ WAIT_MS = 180_000
 
 
 @pytest.fixture(scope="module")
-def page_and_server(qa_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def dist() -> Path:
+    """The built chat page (checked before the story store is built)."""
+    require((DIST / "index.html").is_file(), f"no chat page at {DIST} (built with npm)", "ui-build")
+    return DIST
+
+
+@pytest.fixture(scope="module")
+def page_and_server(
+    dist: Path, qa_store: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     """The chat page's URL, pointed at a `langgraph dev` over the bundled story."""
-    if not (DIST / "index.html").is_file():
-        pytest.skip(f"no chat page at {DIST}: `make ui-build` builds it (needs npm)")
     log = tmp_path_factory.mktemp("browser") / "server.log"
     env = {"MINDSCAPE_STORE": str(qa_store), "MINDSCAPE_LLM_BACKEND": "extractive"}
     server, api = start_langgraph_dev(REPO, log, env)
-    page, base = serve_static(DIST)
+    page, base = serve_static(dist)
     try:
         yield page_url(base, api)
     finally:
@@ -42,9 +51,10 @@ def page_and_server(qa_store: Path, tmp_path_factory: pytest.TempPathFactory) ->
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     exe = system_chromium()
-    if exe is None:
-        pytest.skip("no Chromium: `apt-get install -y chromium` (make test installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    require(exe, "no Chromium on PATH (Debian's `chromium` package)", "browser")
+    require(find_spec("playwright"), "playwright is not installed (the dev group)", "install")
+    from playwright import sync_api
+
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=exe, headless=True, args=["--no-sandbox"])
         try:
