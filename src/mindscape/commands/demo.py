@@ -4,7 +4,9 @@ Answers come from the local model when it is installed (``make demo`` installs i
 from the extractive reasoner; every answer shows the reference answer, whether it is right,
 what the answerer read (the focused passages; the top evidence for the extractive reasoner),
 LLM calls, input tokens and seconds. An answer counts as right when it names
-one of the reference's key words (``accept`` in ``data/demo.json``).
+one of the reference's key words (``accept`` in ``data/demo.json``). The key words are chosen
+so that the judge is consistent: every reference answer of a question (the demo's own and the
+bench's, ``answers``) names one of them, which tests/unit/test_demo_judge.py checks.
 """
 
 from __future__ import annotations

@@ -1,0 +1,73 @@
+"""The demo's judge (``commands.demo.is_right`` with each question's ``accept`` words) is
+consistent: every reference answer of every demo question scores right, wrong answers
+score wrong, and the references are the bench's own."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from mindscape.commands.demo import is_right
+from tests.conftest import BENCH
+
+SPEC = json.loads((resources.files("mindscape") / "data" / "demo.json").read_text())
+QUESTIONS = {q["question"]: q for q in SPEC["questions"]}
+
+
+def references(item: dict) -> list[str]:
+    """The demo's own reference and the bench's reference answers of a question."""
+    return [item["reference"], *item.get("answers", [])]
+
+
+@pytest.mark.parametrize("question", list(QUESTIONS))
+def test_every_reference_answer_is_judged_right(question: str) -> None:
+    item = QUESTIONS[question]
+    assert references(item)
+    for ref in references(item):
+        assert is_right(ref, item["accept"]), (question, ref)
+
+
+WRONG = {
+    "What did Cinderella's mother tell her before she died?": [
+        "to plant a hazel twig on her grave",
+        "She told her to go to the ball",
+        "never to trust her step-sisters",
+    ],
+    "How did the prince find Cinderella?": [
+        "He followed the pigeons to her house",
+        "He danced with her at the festival",
+        "by her beautiful dress of gold and silver",
+    ],
+    "What happens when the snow covers Cinderella's mother's grave?": [
+        "Cinderella weeps on the grave three times a day",
+        "A hazel tree grows on it",
+        "The birds throw down a golden dress",
+    ],
+    "Who helped Cinderella sort the lentils from the ashes?": [
+        "her step-sisters",
+        "the prince and his father",
+        "Her fairy godmother",
+    ],
+}
+
+
+def test_wrong_answers_are_judged_wrong() -> None:
+    assert set(WRONG) == set(QUESTIONS)
+    for question, answers in WRONG.items():
+        for answer in answers:
+            assert not is_right(answer, QUESTIONS[question]["accept"]), (question, answer)
+
+
+def test_the_answers_are_the_benchs_references() -> None:
+    """Each demo question that the bench's comorag_cinderella set asks carries the bench's
+    reference answers, and every bench question is a demo question."""
+    path = BENCH / "comorag_cinderella" / "questions.jsonl"
+    if not path.is_file():
+        pytest.skip(f"no bench at {path.parent}")
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    assert rows and all(r["split"] == "dev" for r in rows)
+    for row in rows:
+        assert row["question"] in QUESTIONS, row["question"]
+        assert QUESTIONS[row["question"]]["answers"] == row["answers"]
