@@ -51,7 +51,8 @@ def require(condition: object, reason: str, target: str) -> None:
             f" (`make {target}` should have installed it)",
             pytrace=False,
         )
-    pytest.skip(f"{reason}; `make {target}` installs it")
+    # reported at the test's own location (as a skipif mark is), not at this line
+    raise pytest.skip.Exception(f"{reason}; `make {target}` installs it", _use_item_location=True)
 
 
 def require_local_model() -> None:

@@ -14,7 +14,7 @@ import pytest
 from mindscape.llm.server import free_port
 from mindscape.memory.build.indexer import IndexConfig, Indexer
 from mindscape.memory.store import MemoryStore
-from tests.conftest import STORY
+from tests.conftest import STORY, require
 from tests.fakes import HashingEmbedder
 
 pytestmark = pytest.mark.integration
@@ -23,8 +23,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def chroma_url(tmp_path_factory):
     exe = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
-    if not Path(exe).exists():
-        pytest.skip("the chroma server CLI is not installed")
+    # chromadb, a dependency, ships the CLI: without it the install is broken
+    require(Path(exe).exists(), f"no chroma server CLI at {exe} (chromadb's)", "install")
     port = free_port()
     proc = subprocess.Popen(
         [

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from mindscape.errors import ModelError
 from mindscape.llm import LLMSettings, resolve_backend
 from mindscape.llm import local_model as lm
 from mindscape.llm.server import LocalServer, free_port
+from tests.conftest import require
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -356,7 +358,8 @@ def test_processes_share_one_local_server_and_take_it_over(tmp_path: Path) -> No
 def test_the_server_computes_log_probabilities_only_for_the_rows_asked() -> None:
     """llama_server's patch: ``Llama.logits_to_logprobs`` over a 2-D array computes the rows a
     caller slices (the reply's, not the prompt's), with the values the original gives."""
-    llama_cpp = pytest.importorskip("llama_cpp")
+    require(find_spec("llama_cpp"), "llama-cpp-python is not installed", "model")
+    import llama_cpp
     import numpy as np
 
     from mindscape.llm.llama_server import RowsOnDemand, patch_llama
