@@ -78,7 +78,7 @@ class CountingEvaluator:
         self.model_id: str = getattr(inner, "model_id", type(inner).__name__)
         self.reads = {"break": 0, "perplexity": 0}
 
-    def yes_probability(self, question: str) -> float:
+    def yes_probability(self, question: str) -> float | None:
         self.reads["break"] += 1
         return self.inner.yes_probability(question)
 

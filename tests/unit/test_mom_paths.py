@@ -22,6 +22,7 @@ from mindscape.memory.mom.paths import (
     clarity,
     completeness,
 )
+from mindscape.memory.mom.select import UNREAD_RULE
 from mindscape.memory.store import MemoryStore
 from mindscape.tokens import default_counter
 from tests.conftest import STORY
@@ -34,18 +35,26 @@ class FakeEvaluator:
     """Hand-made probabilities: P(break) by a word both chunks shown carry, perplexity by a
     word of the core content; every question is recorded."""
 
-    def __init__(self, breaks: dict[str, float], ppl: dict[str, float]) -> None:
+    def __init__(self, breaks: dict[str, float | None], ppl: dict[str, float]) -> None:
         self.breaks, self.ppl = breaks, ppl
         self.questions: list[str] = []
         self.reads: list[tuple[str, str]] = []
 
-    def yes_probability(self, question: str) -> float:
+    def yes_probability(self, question: str) -> float | None:
         self.questions.append(question)
         return next((p for word, p in self.breaks.items() if word in question), 0.5)
 
     def perplexity(self, context: str, target: str) -> float:
         self.reads.append((context, target))
         return next(p for word, p in self.ppl.items() if word in context)
+
+
+class NeverYesOrNo(FakeEvaluator):
+    """An evaluator whose first answer token is never yes or no."""
+
+    def yes_probability(self, question: str) -> float | None:
+        self.questions.append(question)
+        return None
 
 
 class Unusable:
@@ -100,6 +109,27 @@ def test_choose_fuses_the_two_rankings():
     assert choose(candidates[:2], ev, default_counter(), k=1).chosen == 0
 
 
+def test_a_boundary_without_yes_or_no_is_counted_logged_and_left_out(caplog):
+    # candidate 0: one boundary read (0.9), one not; candidate 1: its only boundary not read
+    ev = FakeEvaluator({"storm": 0.9, "supper": None, "sails": None}, {"core": 2.0})
+    candidates = [
+        [("The storm broke.", "core"), ("At supper she sang.", "core"), ("End.", "core")],
+        [("Ann wakes.", "core"), ("Bob sails.", "core")],
+    ]
+    with caplog.at_level("WARNING", logger="mindscape.memory.mom.paths"):
+        choice = choose(candidates, ev, default_counter())
+    assert choice.clarity == pytest.approx([0.9, 0.0])  # not (0.9 + 0.5) / 2 and 0.5
+    assert choice.unread == [1, 1]
+    assert choice.as_meta()["unread_breaks"] == [1, 1]
+    assert "2 of 3 boundaries got neither yes nor no" in caplog.text
+    assert UNREAD_RULE in caplog.text
+    # every boundary read: no count in the record, nothing logged
+    caplog.clear()
+    read = choose(candidates, FakeEvaluator({}, {"core": 2.0}), default_counter())
+    assert read.unread == [0, 0] and "unread_breaks" not in read.as_meta()
+    assert caplog.text == ""
+
+
 def test_cached_scores_are_read_back_without_the_evaluator():
     cache = DictCache()
     ev = FakeEvaluator({"x": 0.7}, {"c": 3.0})
@@ -110,6 +140,12 @@ def test_cached_scores_are_read_back_without_the_evaluator():
     other = CachedEvaluator(FakeEvaluator({"x": 0.1}, {}), cache)  # another model: own keys
     other.model_id = "another-model"
     assert other.yes_probability("x?") == 0.1
+    # an unread answer is cached as unread, not as a number
+    unread_ev = NeverYesOrNo({}, {})
+    unread_ev.model_id = "third-model"  # type: ignore[attr-defined]
+    cached = CachedEvaluator(unread_ev, cache)
+    assert cached.yes_probability("y?") is None and cached.yes_probability("y?") is None
+    assert len(unread_ev.questions) == 1
 
 
 # -- through the indexer -------------------------------------------------------------------
@@ -182,6 +218,21 @@ def test_three_paths_are_sampled_scored_and_the_best_is_kept(tmp_path, capsys):
     assert len(ev.questions) + len(ev.reads) == asked and len(chat.calls) == calls
     copy = store.view("outline", {"cin-copy"}).units
     assert [u.meta["mom"] for u in copy] == [u.meta["mom"] for u in outline]
+
+
+def test_unread_boundaries_reach_the_manifest_and_inspect(tmp_path, capsys):
+    ev = NeverYesOrNo({}, {"path 0": 4.0, "path 1": 8.0, "path 2": 2.0})
+    store, *_ = _index(tmp_path, SMALL, ev)
+    outline = store.view("outline").units
+    sections = len({u.order for u in outline})
+    meta = outline[0].meta["mom"]
+    assert meta["clarity"] == [0.0, 0.0, 0.0]  # paths 1 and 2: their one boundary unread
+    assert meta["unread_breaks"] == [0, 1, 1]
+    assert store.summary()["docs"][0]["mom_unread_breaks"] == 2 * sections
+    assert main(["inspect", "--store", str(store.path)]) == 0
+    out = capsys.readouterr().out
+    assert f"MoM boundaries the evaluator answered neither yes nor no: {2 * sections}" in out
+    assert UNREAD_RULE in out
 
 
 def test_one_path_samples_once_and_scores_nothing(tmp_path):

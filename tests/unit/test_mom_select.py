@@ -8,11 +8,13 @@ import pytest
 
 from mindscape.llm.logprobs import yes_share
 from mindscape.memory.mom.select import (
+    UNREAD_RULE,
     chunk_clarity,
     core_completeness,
     perplexity,
     ranks,
     rrf_select,
+    unread,
 )
 
 
@@ -22,12 +24,21 @@ def test_break_probability_normalises_yes_against_no():
         pytest.approx(0.75)
     )
     assert yes_share({"true": math.log(0.1), " false": math.log(0.3)}) == pytest.approx(0.25)
-    assert yes_share({"Perhaps": -0.1}) == 0.5
+    # neither yes nor no among the top tokens: no share, not a silent 0.5
+    assert yes_share({"Perhaps": -0.1}) is None
+    assert yes_share({}) is None
 
 
 def test_clarity_is_the_mean_over_the_boundaries():
     assert chunk_clarity([0.9, 0.5, 0.7]) == pytest.approx(0.7)
     assert chunk_clarity([]) == 0.0  # one chunk: nothing judged
+
+
+def test_unread_boundaries_are_counted_and_left_out_of_clarity():
+    assert chunk_clarity([0.9, None, 0.7]) == pytest.approx(0.8)  # not (0.9 + 0.5 + 0.7) / 3
+    assert unread([0.9, None, 0.7, None]) == 2 and unread([0.1]) == 0
+    assert chunk_clarity([None, None]) == 0.0  # nothing read: as a memory without boundaries
+    assert "left out" in UNREAD_RULE
 
 
 def test_completeness_follows_the_formula():

@@ -34,7 +34,10 @@ def run_inspect(args: argparse.Namespace) -> int:
 
 
 def print_summary(s: dict) -> None:
-    """What a store holds: its documents, the units of each layer, MoM's chosen paths."""
+    """What a store holds: its documents, the units of each layer, MoM's chosen paths (and the
+    boundaries its evaluator could not judge)."""
+    from mindscape.memory.mom.select import UNREAD_RULE
+
     print(f"store {s['store']}: {s['documents']} document(s)")
     for layer, n in s["layers"].items():
         print(f"  {layer:<10} {n:>7} units")
@@ -43,3 +46,8 @@ def print_summary(s: dict) -> None:
         if d.get("mom_chosen"):
             chosen = " ".join(str(c) for c in d["mom_chosen"])
             print(f"    MoM path chosen per outline section: {chosen}")
+        if d.get("mom_unread_breaks"):
+            print(
+                f"    MoM boundaries the evaluator answered neither yes nor no: "
+                f"{d['mom_unread_breaks']} ({UNREAD_RULE})"
+            )

@@ -43,13 +43,14 @@ def mean_probability(logprobs: list[float]) -> float | None:
     return math.exp(sum(logprobs) / len(logprobs)) if logprobs else None
 
 
-def yes_share(top_logprobs: Mapping[str, float]) -> float:
+def yes_share(top_logprobs: Mapping[str, float]) -> float | None:
     """P(yes) / P(yes or no) of a first answer token: the yes-mass over the yes+no mass of its
-    top log-probabilities (tokens compared stripped and lower case). 0.5 when neither shows.
-    MoM reads a boundary's break probability this way."""
+    top log-probabilities (tokens compared stripped and lower case). None when neither shows:
+    the model answered something else and no share can be read, so the caller decides what
+    that counts as (no silent 0.5). MoM reads a boundary's break probability this way."""
     yes = sum(math.exp(lp) for tok, lp in top_logprobs.items() if tok.strip().lower() in YES)
     no = sum(math.exp(lp) for tok, lp in top_logprobs.items() if tok.strip().lower() in NO)
-    return yes / (yes + no) if yes + no > 0 else 0.5
+    return yes / (yes + no) if yes + no > 0 else None
 
 
 class LocalScorer:
@@ -88,8 +89,9 @@ class LocalScorer:
         log_z = top[:, 0] + np.log(np.exp(logits - top).sum(axis=1))
         return (logits[np.arange(len(tgt)), tgt] - log_z).tolist()
 
-    def yes_probability(self, question: str) -> float:
-        """P(yes) / P(yes or no) of the model's first answer token to a yes/no question."""
+    def yes_probability(self, question: str) -> float | None:
+        """P(yes) / P(yes or no) of the model's first answer token to a yes/no question; None
+        when neither is among its top tokens (:func:`yes_share`)."""
         out = self.llm.create_chat_completion(
             messages=[{"role": "user", "content": question}],
             max_tokens=1,

@@ -269,7 +269,8 @@ class MemoryStore:
 
         Counts come from the manifest (written when a document's units are stored), so this
         needs neither Chroma nor the model. A document whose outline chose among MoM paths
-        also lists the path chosen per section (``mom_chosen``).
+        also lists the path chosen per section (``mom_chosen``), and how many of the boundaries
+        its evaluator judged got neither yes nor no (``mom_unread_breaks``, when any did).
         """
         docs = self.documents()
         return {
@@ -283,6 +284,11 @@ class MemoryStore:
                 {
                     **{k: d.get(k) for k in ("doc_id", "title", "tokens", "layers")},
                     **({"mom_chosen": d["mom_chosen"]} if d.get("mom_chosen") else {}),
+                    **(
+                        {"mom_unread_breaks": d["mom_unread_breaks"]}
+                        if d.get("mom_unread_breaks")
+                        else {}
+                    ),
                 }
                 for d in docs
             ],

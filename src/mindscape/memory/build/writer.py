@@ -121,6 +121,9 @@ class IndexWriter:
             report.seconds = time.perf_counter() - started
         report.peak_rss_mb = max(report.peak_rss_mb, peak_rss_mb())
         chosen = {u.order: u.meta["mom"]["chosen"] for u in units if "mom" in u.meta}
+        unread = {
+            u.order: sum(u.meta["mom"].get("unread_breaks", [])) for u in units if "mom" in u.meta
+        }
         self.store.cache.set_doc(
             built.doc_id,
             content_key(built.text),
@@ -132,6 +135,7 @@ class IndexWriter:
             doc_context=doc_context(built.doc_id, built.title),
             **({"enriches": self.enriches} if self.enriches else {}),
             **({"mom_chosen": [chosen[o] for o in sorted(chosen)]} if chosen else {}),
+            **({"mom_unread_breaks": sum(unread.values())} if any(unread.values()) else {}),
         )
         return report
 

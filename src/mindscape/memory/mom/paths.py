@@ -7,7 +7,9 @@ candidate from its token probabilities, with the formulas of :mod:`~mindscape.me
 
 * chunk clarity: for each pair of adjacent atomic chunks, P("yes") to
   :data:`~mindscape.prompts.mom.BREAK` shown the end of the first chunk and the start of the
-  second (:data:`BREAK_CHARS` each);
+  second (:data:`BREAK_CHARS` each); a boundary the evaluator answers neither yes nor no is
+  unread: it is counted (``unread_breaks`` in the choice's record, a warning in the log) and
+  left out of the mean (:data:`~mindscape.memory.mom.select.UNREAD_RULE`);
 * core completeness: each atomic chunk's perplexity after its item's core content
   (:data:`~mindscape.prompts.mom.CORE`), with ``|c_i|`` counted in cl100k tokens;
 
@@ -19,18 +21,27 @@ the store's cache by content hash, so a re-index scores nothing twice.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from mindscape import prompts
 from mindscape.memory.cache import content_key
-from mindscape.memory.mom.select import chunk_clarity, completeness_of, rrf_select
+from mindscape.memory.mom.select import (
+    UNREAD_RULE,
+    chunk_clarity,
+    completeness_of,
+    rrf_select,
+    unread,
+)
 from mindscape.prompts import mom as mom_prompt
 from mindscape.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from mindscape.llm.client import TextCache
+
+logger = logging.getLogger(__name__)
 
 SAMPLING = {"temperature": 0.7, "top_p": 0.9}
 """Decoding of the sampled paths (path i also gets seed i)."""
@@ -44,8 +55,9 @@ AtomicChunk = tuple[str, str]
 class Evaluator(Protocol):
     """A model's probabilities, as MoM's selection reads them."""
 
-    def yes_probability(self, question: str) -> float:
-        """P(yes) / P(yes or no) of the first answer token to a yes/no question."""
+    def yes_probability(self, question: str) -> float | None:
+        """P(yes) / P(yes or no) of the first answer token to a yes/no question; None when
+        that token is neither yes nor no."""
         ...
 
     def perplexity(self, context: str, target: str) -> float:
@@ -61,24 +73,28 @@ class CachedEvaluator:
         self.evaluator, self.cache = evaluator, cache
         self.model_id: str = getattr(evaluator, "model_id", type(evaluator).__name__)
 
-    def _cached(self, parts: tuple[str, ...], compute: Callable[[], float]) -> float:
+    def _cached(self, parts: tuple[str, ...], compute: Callable[[], float | None]) -> float | None:
         key = content_key("mom-score", self.model_id, *parts)
         hit = self.cache.get_text(key)
         if hit is not None:
-            return float(hit)
+            return None if hit == "None" else float(hit)
         value = compute()
         self.cache.put_text(key, repr(value))
         return value
 
-    def yes_probability(self, question: str) -> float:
-        """The wrapped evaluator's answer, cached."""
-        return self._cached(("yes", question), lambda: self.evaluator.yes_probability(question))
+    def yes_probability(self, question: str) -> float | None:
+        """The wrapped evaluator's answer (None kept as None), cached. The key is not the one
+        of the scores cached before None existed, where an unread answer was stored as 0.5."""
+        return self._cached(
+            ("yes-or-none", question), lambda: self.evaluator.yes_probability(question)
+        )
 
     def perplexity(self, context: str, target: str) -> float:
         """The wrapped evaluator's answer, cached."""
-        return self._cached(
+        value = self._cached(
             ("ppl", context, target), lambda: self.evaluator.perplexity(context, target)
         )
+        return cast(float, value)  # a perplexity is always a number
 
 
 def default_evaluator() -> Evaluator:
@@ -105,9 +121,10 @@ def path_clients(llm: Any, paths: int) -> list[Any]:
     return [llm, *(llm.sampled(**SAMPLING, seed=i) for i in range(1, paths))]
 
 
-def clarity(evaluator: Evaluator, chunks: Sequence[AtomicChunk]) -> float:
-    """``S_clarity`` of a candidate's atomic chunks, in memory order."""
-    probs = [
+def break_probabilities(evaluator: Evaluator, chunks: Sequence[AtomicChunk]) -> list[float | None]:
+    """The evaluator's break probability of each boundary between adjacent atomic chunks, in
+    memory order (None where it answered neither yes nor no)."""
+    return [
         evaluator.yes_probability(
             prompts.render(
                 mom_prompt.BREAK,
@@ -117,7 +134,12 @@ def clarity(evaluator: Evaluator, chunks: Sequence[AtomicChunk]) -> float:
         )
         for (a, _), (b, _) in zip(chunks, chunks[1:], strict=False)
     ]
-    return chunk_clarity(probs)
+
+
+def clarity(evaluator: Evaluator, chunks: Sequence[AtomicChunk]) -> float:
+    """``S_clarity`` of a candidate's atomic chunks, in memory order (unread boundaries left
+    out, :data:`~mindscape.memory.mom.select.UNREAD_RULE`)."""
+    return chunk_clarity(break_probabilities(evaluator, chunks))
 
 
 def completeness(
@@ -138,14 +160,19 @@ class Choice:
     chosen: int
     clarity: list[float]
     completeness: list[float]
+    unread: list[int] = field(default_factory=list)
+    """Per candidate: the boundaries the evaluator answered neither yes nor no, left out of
+    its clarity (:data:`~mindscape.memory.mom.select.UNREAD_RULE`)."""
 
     def as_meta(self) -> dict[str, Any]:
-        """The record kept in the chosen outline units' metadata."""
+        """The record kept in the chosen outline units' metadata (``unread_breaks`` only when
+        a boundary went unread)."""
         return {
             "paths": len(self.clarity),
             "chosen": self.chosen,
             "clarity": [round(s, 4) for s in self.clarity],
             "completeness": [round(s, 4) for s in self.completeness],
+            **({"unread_breaks": list(self.unread)} if any(self.unread) else {}),
         }
 
 
@@ -155,7 +182,19 @@ def choose(
     counter: TokenCounter,
     k: int = 60,
 ) -> Choice:
-    """Score every candidate and pick one by RRF of its clarity and completeness ranks."""
-    cl = [clarity(evaluator, c) for c in candidates]
+    """Score every candidate and pick one by RRF of its clarity and completeness ranks.
+
+    Boundaries the evaluator answers neither yes nor no are counted per candidate (the
+    choice's ``unread``), logged as a warning and left out of clarity."""
+    probs = [break_probabilities(evaluator, c) for c in candidates]
+    cl = [chunk_clarity(p) for p in probs]
+    missing = [unread(p) for p in probs]
+    if any(missing):
+        logger.warning(
+            "MoM: %d of %d boundaries got neither yes nor no from the evaluator (%s)",
+            sum(missing),
+            sum(len(p) for p in probs),
+            UNREAD_RULE,
+        )
     comp = [completeness(evaluator, c, counter) for c in candidates]
-    return Choice(rrf_select(cl, comp, k=k), cl, comp)
+    return Choice(rrf_select(cl, comp, k=k), cl, comp, missing)

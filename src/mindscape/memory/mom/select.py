@@ -18,7 +18,7 @@ and ranks the candidates by reciprocal-rank fusion of the two rankings,
 These functions take the log-probabilities as plain numbers, so they are exact and testable on
 hand-made values; reading them from a model is the evaluator's job (a boundary's break
 probability is the evaluator's :func:`~mindscape.llm.logprobs.yes_share` when asked whether
-the boundary is a real break).
+the boundary is a real break, None when it answers neither yes nor no: :data:`UNREAD_RULE`).
 """
 
 from __future__ import annotations
@@ -26,11 +26,27 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+UNREAD_RULE = (
+    "a boundary the evaluator answered neither yes nor no is left out of the clarity mean; "
+    "a candidate with no boundary read scores 0, like one without boundaries"
+)
+"""What chunk clarity does with a boundary whose break probability could not be read."""
 
-def chunk_clarity(break_probs: Sequence[float]) -> float:
+
+def chunk_clarity(break_probs: Sequence[float | None]) -> float:
     """``S_clarity``: the mean break probability over the n-1 boundaries of n chunks (a memory
-    of one chunk has no boundary to judge: 0, so any real segmentation ranks above it)."""
-    return sum(break_probs) / len(break_probs) if break_probs else 0.0
+    of one chunk has no boundary to judge: 0, so any real segmentation ranks above it).
+
+    A boundary whose probability is None (the evaluator's first token was neither yes nor no)
+    is left out of the mean, and with none read the score is 0 (:data:`UNREAD_RULE`);
+    :func:`unread` counts them so that the caller can report them."""
+    read = [p for p in break_probs if p is not None]
+    return sum(read) / len(read) if read else 0.0
+
+
+def unread(break_probs: Sequence[float | None]) -> int:
+    """How many boundaries have no break probability (None)."""
+    return sum(p is None for p in break_probs)
 
 
 def perplexity(token_logprobs: Sequence[float]) -> float:
