@@ -31,7 +31,7 @@ import json
 import statistics
 from typing import Any
 
-from common import log, sample_answers, sample_parser
+from common import log, log_test_run, sample_answers, sample_parser
 from langchain_core.messages import HumanMessage, SystemMessage
 from reading_windows import focused_sets, request
 from sklearn.metrics import roc_auc_score
@@ -142,6 +142,8 @@ def main() -> None:
     wanted = {q.qid for q in questions}
     rows = [r for r in read_records(path) if r["qid"] in wanted and "top2" in r]
     summary = report(rows, args.floor)
+    n = len(rows)
+    log_test_run(args, {k: ("score", summary[k][0], n) for k in ("top2", "next2")}, llm="local")
     print(json.dumps({"dataset": args.dataset, "split": args.split, **summary}))
 
 

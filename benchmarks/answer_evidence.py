@@ -23,7 +23,7 @@ import argparse
 import json
 from typing import Any
 
-from common import bench_questions, log
+from common import bench_questions, log, log_test_run
 from failure_analysis import evidence_units, store_at, verdict
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -123,6 +123,8 @@ def main() -> None:
             f"{variant:58} {row['first']:6.3f} {row['final']:6.3f} {row['rounds']:6.2f} "
             f"{row['tokens_in']:7.0f}"
         )
+    n = len(questions)
+    log_test_run(args, {v: ("final", summary[v]["final"], n) for v in args.variants.split(",")})
     print(json.dumps(summary))
 
 

@@ -384,3 +384,35 @@ def sample_answers(args: argparse.Namespace, filename: str) -> tuple[list[Any], 
     path = Path(args.out) / filename
     path.parent.mkdir(parents=True, exist_ok=True)
     return questions, settings, path
+
+
+def log_test_run(
+    args: argparse.Namespace,
+    figures: Mapping[str, tuple[str | None, float | None, int]] | None,
+    *,
+    presets: Sequence[str] = (),
+    llm: str | None = None,
+) -> None:
+    """On a test split, append the script's run to the test-run log
+    (:mod:`mindscape.eval.testlog`): its questions (``args``' sample, seed, limit, per_doc and
+    doc_id, where it has them), what answered, each reader's headline figure as ``name ->
+    (metric, mean, n)`` (None: the script prints figures the log does not keep), and
+    ``args.out``. Nothing on dev."""
+    from mindscape.eval.testlog import append_test_run, figure, log_line
+
+    if getattr(args, "split", None) != "test":
+        return
+    filters = {name: getattr(args, name, None) for name in ("sample", "seed", "limit", "per_doc")}
+    filters["doc_ids"] = getattr(args, "doc_id", None)
+    line = log_line(
+        source=f"benchmarks/{Path(sys.argv[0]).name}",
+        dataset=str(getattr(args, "dataset", "")),
+        split="test",
+        filters=filters,
+        presets=list(presets or (figures or {})),
+        llm=llm,
+        figures={k: figure(*v) for k, v in figures.items()} if figures is not None else None,
+        out=getattr(args, "out", None) or None,
+        command=shlex.join(["python", *sys.argv]),
+    )
+    append_test_run(line)

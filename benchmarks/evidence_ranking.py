@@ -34,7 +34,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import bench_questions, limit_threads, log, mean_ci, paired_points, sample_parser
+from common import (
+    bench_questions,
+    limit_threads,
+    log,
+    log_test_run,
+    mean_ci,
+    paired_points,
+    sample_parser,
+)
 from focus_recall import NotStatedChat, holds_answer, targets
 
 from mindscape.deps import Deps
@@ -254,6 +262,8 @@ def main() -> None:
             for n, q in enumerate(questions):
                 rec = {"qid": q.qid, **{name: rows[name][n] for name in args.rankers}}
                 f.write(json.dumps(rec) + "\n")
+    n = len(questions)
+    log_test_run(args, {s["ranker"]: ("holds", s["holds"]["mean"], n) for s in summary["rankers"]})
     print(json.dumps(summary))
 
 

@@ -24,7 +24,7 @@ import json
 from functools import cache
 from pathlib import Path
 
-from common import chunk_spans
+from common import chunk_spans, log_test_run
 
 from mindscape.eval.bench import load_questions
 from mindscape.eval.report import PRIMARY_METRICS
@@ -112,6 +112,7 @@ def main() -> None:
             f"{why:8} {r['qid']}: {q.question[:70]!r} gold {str(gold)[:40]!r} got {r['answer']!r}"
         )
     summary = {"preset": args.preset, "failed": len(failed), "read": min(len(failed), args.limit)}
+    log_test_run(args, None, presets=[args.preset])  # it reads test rows: the log says so
     print(json.dumps({**summary, **counts}))
 
 

@@ -26,7 +26,7 @@ import json
 from typing import Any
 
 from answer_evidence import parse_variant
-from common import bench_questions, log, sample_parser
+from common import bench_questions, log, log_test_run, sample_parser
 from failure_analysis import evidence_units, store_at
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -150,6 +150,13 @@ def main() -> None:
                 f"{variant} - {args.variants[0]} ({measure}): "
                 f"{diff[0]:+.3f} [{diff[1]:+.3f}, {diff[2]:+.3f}]"
             )
+    metric = "score" if args.answer else "holds"
+    n = len(questions)
+    figures = {
+        v: (metric, summary[v]["f1"][0] if args.answer else summary[v]["holds"], n)
+        for v in args.variants
+    }
+    log_test_run(args, figures, llm="local" if args.answer else None)
     print(json.dumps(summary))
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from common import bench_questions, log, sample_parser
+from common import bench_questions, log, log_test_run, sample_parser
 from evidence_ranking import Captured, capture_pools, read_windows
 from focus_recall import holds_answer, targets
 
@@ -141,6 +141,7 @@ def main() -> None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
         (out / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    log_test_run(args, None, presets=[args.preset])
     print(json.dumps(summary))
 
 

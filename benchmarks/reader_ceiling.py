@@ -13,7 +13,7 @@ evidence (FairytaleQA's annotated sections) instead of what retrieval found. Its
 ``OUT/ceiling.jsonl`` (a rerun skips what is done). Then it prints, per preset of
 ``OUT/results.jsonl`` and for the ceiling: token F1 with a 95% bootstrap interval, the share
 of the ceiling, LLM calls, input tokens per question (median and mean) and seconds. The last
-line is one JSON object.
+line is one JSON object. A run on a test split is logged in docs/results/test-runs.jsonl.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import log, sample_parser
+from common import log, log_test_run, sample_parser
 
 from mindscape.eval.bench import load_questions
 from mindscape.eval.metrics import bootstrap_ci, token_f1
@@ -164,6 +164,7 @@ def main() -> None:
             f"{row['llm_calls']:5.2f} {row['tokens_in_p50']:7.0f} {row['tokens_in_mean']:7.0f} "
             f"{row['seconds_p50']:6.1f}"
         )
+    log_test_run(args, {k: ("f1", v["f1"][0], v["n"]) for k, v in table.items()}, llm="local")
     paired = paired_differences(records, {q.qid for q in qs})
     for name, row in paired.items():
         print(

@@ -28,7 +28,7 @@ import json
 import statistics
 from typing import Any
 
-from common import log, sample_answers, sample_parser
+from common import log, log_test_run, sample_answers, sample_parser
 from focus_recall import NotStatedChat, holds_answer, targets
 from reader_ceiling import gold_passages, reader
 
@@ -143,6 +143,10 @@ def main() -> None:
             diff = bootstrap_ci([got[(name, r["qid"])] - got[("all", r["qid"])] for r in mine])
             summary[f"{name} - all"] = diff
             print(f"      {name} - all: {diff[0]:+.3f} [{diff[1]:+.3f}, {diff[2]:+.3f}]")
+    figures = {
+        k: ("score", summary[k]["score"][0], len(wanted)) for k in args.readings if k in summary
+    }
+    log_test_run(args, figures, llm="local")
     print(json.dumps(summary))
 
 

@@ -3,7 +3,8 @@
 The runner builds (or reuses) one store per document — or one pooled store for the whole
 split, the series setting — through the same `Indexer` and cache as `mindscape index`; runs
 each question with each preset; appends one JSON line per finished (preset, question) to
-`results.jsonl` so a killed run resumes where it stopped; and writes the report.
+`results.jsonl` so a killed run resumes where it stopped; and writes the report. A run on a
+test split also appends a line to the test-run log (:mod:`mindscape.eval.testlog`).
 
 Only `bench.system_view(question)` reaches the system: no answers, labels, evidence or
 annotator metadata. Gold fields are used afterwards, for scoring.
@@ -213,7 +214,47 @@ def run_eval(
         code_version=settings.extra.get("code_version", ""),
         settings=_settings_dict(settings),
     )
-    return write_report(records, settings.out, provenance)["report"]
+    report = write_report(records, settings.out, provenance)["report"]
+    if settings.split == "test" and records:
+        log_test_run(settings, report)
+    return report
+
+
+def log_test_run(settings: EvalSettings, report: dict[str, Any]) -> Path | None:
+    """Append the run to the test-run log (:mod:`mindscape.eval.testlog`): its questions,
+    presets, backend and each preset's headline figure with its n."""
+    from mindscape.eval.report import primary_metric
+    from mindscape.eval.testlog import append_test_run, figure, log_line
+
+    figures = {}
+    for g in report.get("groups", []):
+        name = primary_metric(g)
+        mean = (g["metrics"].get(name) or {}).get("mean") if name else None
+        figures[g["preset"]] = figure(name, mean, g["n"])
+    llm = settings.extra.get("llm") or (
+        {"backend": settings.llm.backend} if settings.llm is not None else None
+    )
+    filters = {
+        "sample": settings.sample,
+        "seed": settings.seed if settings.sample else None,
+        "limit": settings.limit,
+        "per_doc": settings.per_doc,
+        "doc_ids": settings.doc_ids,
+        "pooled": settings.pooled or None,
+    }
+    line = log_line(
+        source="mindscape eval",
+        dataset=settings.dataset,
+        split=settings.split,
+        filters=filters,
+        presets=settings.presets,
+        llm=llm,
+        figures=figures,
+        out=settings.out,
+        command=settings.extra.get("command") or None,
+        settings=settings.context,
+    )
+    return append_test_run(line)
 
 
 def record(
