@@ -1,10 +1,16 @@
-"""Unit tests for mindscape.eval.metrics, on hand-made cases with hand-computed answers."""
+"""Unit tests for mindscape.eval.metrics, on hand-made cases with hand-computed answers, and
+ROUGE-L against `rouge-score` on real answers (the committed per-question results)."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
+import re
+from pathlib import Path
 
 import pytest
+from rouge_score import rouge_scorer
 
 from mindscape.eval.metrics import (
     bootstrap_ci,
@@ -12,7 +18,6 @@ from mindscape.eval.metrics import (
     claim_correct,
     exact_match,
     hit_at_k,
-    lcs_length,
     nocha_pair_accuracy,
     normalize_answer,
     parse_choice,
@@ -22,6 +27,7 @@ from mindscape.eval.metrics import (
     spans_overlap,
     token_f1,
 )
+from tests.conftest import BENCH
 
 # --------------------------------------------------------------------------- normalisation
 
@@ -69,10 +75,82 @@ def test_token_f1_empty_sides() -> None:
     assert token_f1("cat", []) == 0.0
 
 
-def test_lcs_length() -> None:
-    assert lcs_length(list("ABCBDAB"), list("BDCABA")) == 4
-    assert lcs_length([], ["a"]) == 0
-    assert lcs_length(["a", "b"], ["a", "b"]) == 2
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+
+
+def committed_rows() -> list[dict]:
+    """Every per-question row of the committed results (docs/results/**/*.jsonl)."""
+    return [
+        json.loads(line)
+        for path in sorted(RESULTS.glob("**/*.jsonl"))
+        for line in path.read_text().splitlines()
+        if line.strip()
+    ]
+
+
+def real_answer_pairs() -> list[tuple[str, str]]:
+    """Pairs of different answers the systems gave to the same question (real answers: names,
+    phrases, sentences, punctuation, articles)."""
+    by_qid: dict[str, set[str]] = {}
+    for row in committed_rows():
+        if row.get("answer") and row.get("qid"):
+            by_qid.setdefault(row["qid"], set()).add(row["answer"])
+    return [
+        pair for answers in by_qid.values() for pair in itertools.combinations(sorted(answers), 2)
+    ]
+
+
+def test_rouge_l_is_rouge_score_on_squad_normalised_text() -> None:
+    """On hundreds of real answer pairs, rouge_l is what `rouge-score`'s own pipeline gives for
+    the SQuAD-normalised texts (where that pipeline's tokenizer splits them as we do: ASCII)."""
+    library = rouge_scorer.RougeScorer(["rougeL"])
+    pairs = real_answer_pairs()
+    checked = 0
+    for pred, ref in pairs:
+        p, r = normalize_answer(pred), normalize_answer(ref)
+        if not (re.fullmatch(r"[a-z0-9 ]+", p) and re.fullmatch(r"[a-z0-9 ]+", r)):
+            continue
+        want = library.score(r, p)["rougeL"].fmeasure
+        assert rouge_l(pred, ref) == pytest.approx(want, abs=1e-12), (pred, ref)
+        assert rouge_l(ref, pred) == pytest.approx(library.score(p, r)["rougeL"].fmeasure)
+        checked += 1
+    assert checked >= 500 and checked >= 0.9 * len(pairs)
+
+
+def test_rouge_l_tokens_are_squad_not_rouge_scores_own() -> None:
+    """Where the two tokenisations differ, rouge_l follows the documented SQuAD normalisation
+    (the same tokens as token F1): articles dropped, punctuation deleted, any script kept."""
+    library = rouge_scorer.RougeScorer(["rougeL"])
+    # articles: rouge-score counts "the" as a matching token
+    assert rouge_l("the mill", "the river") == 0.0
+    assert library.score("the river", "the mill")["rougeL"].fmeasure == 0.5
+    # a name in another script: rouge-score drops every non-ASCII letter, so it scores 0
+    assert rouge_l("Мария", "Мария") == 1.0
+    assert library.score("Мария", "Мария")["rougeL"].fmeasure == 0.0
+    # punctuation is deleted, not a split: "sled-dog" is one token, as in token F1
+    assert rouge_l("Sled-dog", "sled dog") == token_f1("Sled-dog", "sled dog") == 0.0
+
+
+def test_committed_rouge_l_recomputes_exactly() -> None:
+    """The rouge_l of every committed per-question row on a dev split is recomputed exactly from
+    its answer and the bench's references (skipped without the bench)."""
+    if not BENCH.is_dir():
+        pytest.skip(f"no bench at {BENCH}")
+    refs: dict[str, list[str]] = {}
+    for path in BENCH.glob("*/questions.jsonl"):
+        for line in path.read_text().splitlines():
+            q = json.loads(line)
+            if q.get("split") == "dev":
+                refs[q["qid"]] = q.get("answers") or []
+    rows = [
+        r
+        for r in committed_rows()
+        if r.get("qid") in refs and (r.get("metrics") or {}).get("rouge_l") is not None
+    ]
+    if not rows:
+        pytest.skip("no committed dev rows with rouge_l")
+    for r in rows:
+        assert rouge_l(r.get("answer") or "", refs[r["qid"]]) == r["metrics"]["rouge_l"], r["qid"]
 
 
 def test_rouge_l_hand_computed() -> None:

@@ -7,8 +7,14 @@ Answer metrics
     `normalize_answer` is the SQuAD normalisation (from :mod:`mindscape.answers`). `exact_match`, `token_f1` and `rouge_l`
     compare a prediction with one or more references and take the **max over references**
     (NarrativeQA and FairytaleQA ship two references per question).
-    `rouge_l` is an own implementation (no `rouge-score` dependency): the F-measure of the
-    longest common subsequence of the normalised tokens.
+    `rouge_l` is `rouge-score`'s ROUGE-L (the library the papers' evaluations use: its LCS,
+    precision and recall) over the same SQuAD-normalised tokens as `token_f1`: the library is
+    given `normalized_tokens` as its tokenizer. Its own tokenizer would keep the articles,
+    split words at punctuation instead of deleting it ("well-to-do" -> 3 tokens) and drop
+    every non-ASCII letter; `tests/unit/test_metrics.py` measures that difference on real
+    answers. `token_f1` stays written here: no packaged SQuAD F1 fits (the `evaluate`
+    library's "squad" metric downloads its script at run time, `torchmetrics`' drops only
+    ASCII punctuation and scores batches), and it is a few lines of the official script.
 
 Choice and claim metrics
     `choice_accuracy` and `claim_correct` read an answer with :mod:`mindscape.answers`
@@ -29,6 +35,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from numbers import Integral
 from typing import Any
 
@@ -99,46 +106,46 @@ def token_f1(pred: str, refs: str | Iterable[str]) -> float:
     )
 
 
-def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
-    """Length of the longest common subsequence of two token sequences (O(len(a)*len(b)))."""
-    if len(a) < len(b):
-        a, b = b, a  # keep the DP row as short as possible
-    previous = [0] * (len(b) + 1)
-    for token_a in a:
-        current = [0] * (len(b) + 1)
-        for j, token_b in enumerate(b, start=1):
-            if token_a == token_b:
-                current[j] = previous[j - 1] + 1
-            else:
-                current[j] = max(previous[j], current[j - 1])
-        previous = current
-    return previous[-1]
+class _SquadTokens:
+    """The tokenizer handed to `rouge-score`: SQuAD-normalised whitespace tokens."""
+
+    def tokenize(self, text: str) -> list[str]:
+        return normalized_tokens(text)
 
 
-def _rouge_l_single(pred_tokens: list[str], ref_tokens: list[str], beta: float) -> float:
-    """ROUGE-L F-measure for one reference. If either side is empty: 1.0 only if both are."""
+@cache
+def _rouge_l_scorer() -> Any:
+    """`rouge-score`'s ROUGE-L scorer over SQuAD tokens (imported on first use: it loads nltk)."""
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], tokenizer=_SquadTokens())
+
+
+def _rouge_l_single(pred: str, ref: str, beta: float) -> float:
+    """ROUGE-L F-measure for one reference. If either side has no token: 1.0 only if both
+    have none (`rouge-score` would give 0.0 for two empty answers)."""
+    pred_tokens, ref_tokens = normalized_tokens(pred), normalized_tokens(ref)
     if not pred_tokens or not ref_tokens:
         return float(pred_tokens == ref_tokens)
-    lcs = lcs_length(pred_tokens, ref_tokens)
-    return _f1_from_overlap(lcs, len(pred_tokens), len(ref_tokens), beta)
+    score = _rouge_l_scorer().score(ref, pred)["rougeL"]
+    if beta == 1.0:
+        return float(score.fmeasure)
+    p, r = score.precision, score.recall
+    if p == 0 or r == 0:
+        return 0.0
+    beta2 = beta * beta
+    return float((1 + beta2) * p * r / (r + beta2 * p))
 
 
 def rouge_l(pred: str, refs: str | Iterable[str], beta: float = 1.0) -> float:
-    """ROUGE-L F-measure over SQuAD-normalised tokens, max over references.
+    """ROUGE-L F-measure over SQuAD-normalised tokens, max over references (`rouge-score`).
 
     precision = LCS / len(pred), recall = LCS / len(ref),
     F = (1 + beta^2) * P * R / (R + beta^2 * P). `beta=1.0` (the default) is the plain F1
     that `rouge-score` reports; the original NarrativeQA scripts used beta=1.2.
     No references gives 0.0.
     """
-    pred_tokens = normalized_tokens(pred)
-    return max(
-        (
-            _rouge_l_single(pred_tokens, normalized_tokens(ref), beta)
-            for ref in _as_references(refs)
-        ),
-        default=0.0,
-    )
+    return max((_rouge_l_single(pred, ref, beta) for ref in _as_references(refs)), default=0.0)
 
 
 # --------------------------------------------------------------------------- multiple choice
