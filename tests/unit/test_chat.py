@@ -37,8 +37,10 @@ def ask(app: object, content: object, tmp_path: Path, thread: str = "t", **ctx: 
 
 def test_a_question_gets_the_answer_what_it_read_and_its_cost(tmp_path: Path) -> None:
     text = ask(chat_app(), Q, tmp_path)
-    answer, rest = text.split("\n\n", 1)
+    head, rest = text.split("\n\n", 1)
+    answer, unsure = head.splitlines()
     assert answer == "in the cave beneath the lighthouse"
+    assert unsure.startswith("(Unsure:")  # one round, below the threshold: not accepted
     assert "Read (round 1):" in rest and "> " in rest and "(tale, chunk 5)" in rest
     assert rest.splitlines()[-1].startswith("1 round(s) · 0 LLM call(s)")
 
@@ -107,3 +109,30 @@ def test_a_follow_up_is_asked_with_the_thread_before_it(tmp_path: Path) -> None:
     )
     assert len(second["messages"]) == 4 and isinstance(second["messages"][-1], AIMessage)
     assert r.calls and r.calls[0][1] == f"{Q} And why did he hide it there?"
+
+
+def test_an_unsure_answer_says_so_and_is_not_built_on_by_a_follow_up(tmp_path: Path) -> None:
+    from mindscape.graphs.chat import UNSURE_ANSWER, reply_parts, reply_text, turns
+
+    sure = reply_parts({"answer": "the pigeons", "confidence": 0.8, "sufficient": True})
+    unsure = reply_parts({"answer": "The step-mother", "confidence": 0.3, "sufficient": True})
+    assert sure["trusted"] and not unsure["trusted"]
+    assert "Unsure" not in reply_text(sure)
+    assert reply_text(unsure).splitlines()[1].startswith("(Unsure:")
+    assert "0.30" in reply_text(unsure)
+    thread = [
+        HumanMessage("Who helped Cinderella pick the lentils?"),
+        AIMessage(reply_text(unsure), additional_kwargs={"mindscape": unsure}),
+        HumanMessage("Who gave her the dress?"),
+        AIMessage(reply_text(sure), additional_kwargs={"mindscape": sure}),
+    ]
+    assert turns(thread) == [
+        ("Who helped Cinderella pick the lentils?", UNSURE_ANSWER),
+        ("Who gave her the dress?", "the pigeons"),
+    ]
+    prompts: list[str] = []
+    standalone("What did they do at her wedding?", turns(thread)[:1], prompts.append)
+    assert "The step-mother" not in prompts[0] and UNSURE_ANSWER in prompts[0]
+    # a reply from before the field (an older thread) counts as trusted
+    old = AIMessage("Tobin\n\n1 round(s)", additional_kwargs={})
+    assert turns([HumanMessage("Who hid the gold?"), old]) == [("Who hid the gold?", "Tobin")]

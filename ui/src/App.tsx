@@ -19,6 +19,8 @@ type Parts = {
   answer: string;
   passages: Passage[];
   answer_round: number;
+  confidence?: number;
+  trusted?: boolean;
   rounds: number;
   llm_calls: number;
   tokens_in: number;
@@ -61,6 +63,12 @@ function Reply({ m }: { m: Message }) {
       <div className="answer" data-testid="answer">
         {p.answer}
       </div>
+      {p.trusted === false && (
+        <div className="unsure" data-testid="unsure">
+          Unsure: the reader could not confirm this from the book (confidence{" "}
+          {(p.confidence ?? 0).toFixed(2)}).
+        </div>
+      )}
       {p.question && <div className="asked">asked as: {p.question}</div>}
       {p.passages.length > 0 && (
         <details data-testid="passages">

@@ -39,6 +39,12 @@ from mindscape.state import QAInput, answer_step
 
 REWRITE_TOKENS = 60
 """Most tokens of a rewritten question."""
+UNSURE_LINE = (
+    "(Unsure: the reader could not confirm this from the book; confidence {confidence:.2f}.)"
+)
+"""The line under an answer the loop did not accept: the reader is unsure of it."""
+UNSURE_ANSWER = "(an answer the reader was unsure of)"
+"""What an unsure earlier answer reads as when a follow-up is rewritten."""
 QUOTE_CHARS = 220
 """Longest quote of a passage read, in characters."""
 FOLLOW_UP = re.compile(
@@ -92,14 +98,20 @@ def message_text(message: AnyMessage) -> str:
 
 
 def turns(messages: list[AnyMessage]) -> list[tuple[str, str]]:
-    """The thread's earlier (question, answer) pairs, oldest first."""
+    """The thread's earlier (question, answer) pairs, oldest first. An answer the reply marked
+    unsure reads as :data:`UNSURE_ANSWER`, so that a follow-up is not rewritten around it (a
+    wrong "The step-mother" once made "What did they do at her wedding?" a question about
+    the step-mother)."""
     out: list[tuple[str, str]] = []
     for m, reply in zip(messages, messages[1:], strict=False):
         if isinstance(m, HumanMessage) and isinstance(reply, AIMessage):
             try:
-                out.append((message_text(m), reply.text.split("\n\n", 1)[0]))
+                question = message_text(m)
             except ChatInputError:
                 continue
+            parts = reply.additional_kwargs.get("mindscape") or {}
+            trusted = parts.get("trusted", True) if isinstance(parts, dict) else True
+            out.append((question, reply.text.split("\n\n", 1)[0] if trusted else UNSURE_ANSWER))
     return out
 
 
@@ -131,11 +143,12 @@ def words_of(question: str) -> str:
     return " ".join(re.findall(r"\w+", question.lower()))
 
 
-def reply_parts(out: dict[str, Any], asked: str = "") -> dict[str, Any]:
+def reply_parts(out: dict[str, Any], asked: str = "", threshold: float = 0.5) -> dict[str, Any]:
     """What a reply shows, as data: the answer, the passages it read (quoted, with their
-    place), the round that answered, and the run's rounds, calls and tokens. The chat page
-    (``ui/``) renders it from the message's ``additional_kwargs["mindscape"]``; other front
-    ends read :func:`reply_text`."""
+    place), the round that answered, its confidence and whether it is trusted (the loop
+    accepted it: sufficient, at `threshold` or above), and the run's rounds, calls and tokens.
+    The chat page (``ui/``) renders it from the message's ``additional_kwargs["mindscape"]``;
+    other front ends read :func:`reply_text`."""
     step: dict[str, Any] = dict(answer_step(out) or {})
     passages = list(step.get("passages") or [])
     places = list(step.get("read") or [])
@@ -150,6 +163,10 @@ def reply_parts(out: dict[str, Any], asked: str = "") -> dict[str, Any]:
             for n, text in enumerate(passages)
         ],
         "answer_round": out.get("answer_round", 1),
+        "confidence": round(float(out.get("confidence", 0.0)), 3),
+        "trusted": bool(out.get("answer"))
+        and bool(out.get("sufficient", True))
+        and float(out.get("confidence", 0.0)) >= threshold,
         **{k: out.get(k, 0) for k in ("rounds", "llm_calls", "tokens_in", "tokens_out")},
     }
 
@@ -157,6 +174,8 @@ def reply_parts(out: dict[str, Any], asked: str = "") -> dict[str, Any]:
 def reply_text(parts: dict[str, Any]) -> str:
     """The answer, the passages it read (quoted, with their place) and one line of cost."""
     lines = [parts["answer"]]
+    if not parts.get("trusted", True):
+        lines.append(UNSURE_LINE.format(confidence=parts.get("confidence", 0.0)))
     if parts["passages"]:
         lines.append("")
         lines.append(f"Read (round {parts['answer_round']}):")
@@ -220,7 +239,7 @@ def make_ask_book(deps: Deps, qa: QAGraph) -> Any:
         out = dict(qa.invoke(payload, context=run))
         for key in ("llm_calls", "tokens_in", "tokens_out"):  # the rewrite counts too
             out[key] = out.get(key, 0) + getattr(usage, key.removeprefix("llm_"))
-        return reply_parts(out, asked)
+        return reply_parts(out, asked, run.confidence_threshold)
 
     return ask_book
 
