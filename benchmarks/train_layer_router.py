@@ -12,8 +12,11 @@ the question's words, both scikit-learn logistic regression with balanced class 
 
 Each is scored on FairytaleQA **dev** (ROC AUC, average precision, the share routed and the
 recall of ``summary`` at the 0.5 decision) with 95% bootstrap CIs; the better AUC is saved
-(only ``tfidf`` can be saved: it is one picklable pipeline over raw text). The share of
-narrativeqa_lit dev questions it would route is printed too (no labels there). Seconds.
+(only ``tfidf`` can be saved: it is one pipeline over raw text) as plain JSON (vocabulary, idf,
+coefficients; :meth:`mindscape.reasoners.layer_router.LayerRouter.to_json`), checked against
+the fitted pipeline's probabilities before it is written, with a sha256 manifest whose
+provenance counts what ``--train`` holds. The share of narrativeqa_lit dev questions it would
+route is printed too (no labels there). Seconds.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import pickle
 import time
 from pathlib import Path
 from typing import Any
@@ -32,9 +34,10 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import average_precision_score, roc_auc_score
 from sklearn.pipeline import make_pipeline
+from train_data import DATASET, trained_on
 
-from mindscape.reasoners.layer_router import THRESHOLD
-from mindscape.reasoners.rankers import MANIFEST, MODEL_FILE
+from mindscape.reasoners.layer_router import MODEL_FILE, ROUTER_FILES, THRESHOLD, LayerRouter
+from mindscape.reasoners.rankers import MANIFEST
 
 SEED = 0
 C = 1.0
@@ -42,11 +45,13 @@ C = 1.0
 
 
 def load(path: Path, split: str | None = None) -> list[dict[str, Any]]:
+    """The rows of a questions.jsonl (of one split, if given)."""
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return [q for q in rows if split is None or q["split"] == split]
 
 
 def label(q: dict[str, Any]) -> int:
+    """1 for a question FairytaleQA's annotators marked ``summary``, else 0."""
     return int((q.get("meta") or {}).get("local_or_summary") == "summary")
 
 
@@ -71,8 +76,8 @@ def main() -> None:
     ap.add_argument("--bench", default="../shared/bench")
     ap.add_argument("--out", default="src/mindscape/data/router")
     args = ap.parse_args()
-    train = load(Path(args.train) / "fairytaleqa" / "questions.jsonl")
-    dev = load(Path(args.bench) / "fairytaleqa" / "questions.jsonl", "dev")
+    train = load(Path(args.train) / DATASET / "questions.jsonl")
+    dev = load(Path(args.bench) / DATASET / "questions.jsonl", "dev")
     novels = load(Path(args.bench) / "narrativeqa_lit" / "questions.jsonl", "dev")
     y_train = np.array([label(q) for q in train])
     y_dev = np.array([label(q) for q in dev])
@@ -104,21 +109,37 @@ def main() -> None:
     print(f"chosen on dev AUC: {best}")
     if best != "tfidf":
         raise SystemExit("the MiniLM classifier won on dev: save it by hand (not wired up)")
-    out = Path(args.out)
+    save(tfidf, Path(args.out), text["train"] + text["dev"] + text["novels"], {
+        "trained_on": trained_on(Path(args.train), [str(q["doc_id"]) for q in train]),
+        "label": "meta.local_or_summary == 'summary'",
+        "dev": figures,
+    })  # fmt: skip
+
+
+def save(pipeline: Any, out: Path, questions: list[str], meta: dict[str, Any]) -> float:
+    """The router as JSON and its manifest (format, sha256, the scikit-learn that fitted it,
+    `meta`), after checking that the JSON, loaded as mindscape loads it, gives the fitted
+    pipeline's probabilities on `questions`; returns the largest difference."""
+    raw = (json.dumps(LayerRouter.to_json(pipeline), indent=0) + "\n").encode()
+    router = LayerRouter.from_json(json.loads(raw))
+    want = pipeline.predict_proba(questions)[:, 1]
+    gap = float(np.abs(np.array([router.summary_share(q) for q in questions]) - want).max())
+    if gap > 1e-9:
+        raise SystemExit(f"the JSON router is {gap:.2g} away from the fitted pipeline: not saved")
     out.mkdir(parents=True, exist_ok=True)
-    (out / MODEL_FILE).write_bytes(pickle.dumps(tfidf))
-    digest = hashlib.sha256((out / MODEL_FILE).read_bytes()).hexdigest()
+    (out / MODEL_FILE).write_bytes(raw)
     manifest = {
         "kind": "scikit-learn Pipeline(TfidfVectorizer(1-2 grams), LogisticRegression(balanced))",
-        "trained_on": f"FairytaleQA train-v1 ({len(train)} questions), Apache-2.0",
-        "label": "meta.local_or_summary == 'summary'",
+        "format": ROUTER_FILES.format,
+        **meta,
         "sklearn": sklearn.__version__,
+        "json_check": {"questions": len(questions), "max_abs_diff": gap},
         "created": time.strftime("%Y-%m-%d"),
-        "dev": figures,
-        "sha256": {MODEL_FILE: digest},
+        "sha256": {MODEL_FILE: hashlib.sha256(raw).hexdigest()},
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-    print(f"saved {out / MODEL_FILE} ({(out / MODEL_FILE).stat().st_size} bytes)")
+    print(f"saved {out / MODEL_FILE} ({len(raw)} bytes; within {gap:.1g} of the pipeline)")
+    return gap
 
 
 if __name__ == "__main__":

@@ -12,8 +12,10 @@
    another gold-section sentence 0.5, every other candidate 0.
 3. **trees** (the shipped ranker, :class:`mindscape.reasoners.rankers.LearnedRanker`):
    scikit-learn's ``HistGradientBoostingRegressor`` on those labels over every candidate's
-   :func:`~mindscape.reasoners.rankers.features`; saved as a pickle with a sha256 manifest.
-   Seconds once the pools exist.
+   :func:`~mindscape.reasoners.rankers.features`; saved as ONNX (its trees as one
+   ``ai.onnx.ml`` ``TreeEnsemble`` node with float64 splits, checked against the fitted model's
+   own scores before it is written) with a sha256 manifest whose provenance counts the
+   questions trained on. Seconds once the pools exist.
    **cross-encoder** (measured against it, not shipped): all-MiniLM-L6-v2 with a new
    one-logit head, trained with sentence-transformers' ``CrossEncoderTrainer`` and binary
    cross-entropy over ``(question, sentence + the next one)`` with, per question, the 2
@@ -41,15 +43,19 @@ import numpy as np
 from common import bench_questions, limit_threads, log, paired_points
 from evidence_ranking import Captured, capture_pools, measure, summarise
 from focus_recall import holds_answer
+from train_data import DATASET, trained_on
 
 from mindscape.embeddings import minilm_path
 from mindscape.reasoners import focus
 from mindscape.reasoners.rankers import (
     MANIFEST,
     MODEL_FILE,
+    N_FEATURES,
+    RANKER_FILES,
     Candidate,
     FusedRanker,
     LearnedRanker,
+    TreeEnsemble,
     features,
 )
 from mindscape.reasoners.text import content_words
@@ -73,8 +79,9 @@ def labels(q: Any, cap: Captured) -> dict[int, float]:
     return {i: (1.0 if i in best else 0.5) for i in cap.gold}
 
 
-def fit_trees(questions: list[Any], caps: list[Captured | None], seed: int) -> Any:
-    """The regressor over every candidate of every train pool that has a gold candidate."""
+def fit_trees(questions: list[Any], caps: list[Captured | None], seed: int) -> tuple[Any, Any]:
+    """The regressor over every candidate of every train pool that has a gold candidate, and
+    the rows it was fitted on."""
     from sklearn.ensemble import HistGradientBoostingRegressor
 
     xs, ys = [], []
@@ -86,24 +93,105 @@ def fit_trees(questions: list[Any], caps: list[Captured | None], seed: int) -> A
         ys.append([gold.get(i, 0.0) for i in range(len(cap.pool.candidates))])
     log(f"fitting trees on {sum(len(y) for y in ys)} candidates of {len(ys)} questions")
     model = HistGradientBoostingRegressor(max_iter=300, learning_rate=0.05, random_state=seed)
-    return model.fit(np.vstack(xs), np.concatenate(ys))
+    x = np.vstack(xs)
+    return model.fit(x, np.concatenate(ys)), x
 
 
-def save_trees(model: Any, out: Path) -> None:
-    """The pickle and its manifest (sha256, scikit-learn version, provenance)."""
+def trees_to_onnx(model: Any) -> bytes:
+    """A fitted ``HistGradientBoostingRegressor`` as ONNX: its trees as one ``ai.onnx.ml``
+    ``TreeEnsemble`` node (opset 5: splits and leaf values in float64, as scikit-learn keeps
+    them; skl2onnx's ``TreeEnsembleRegressor`` keeps them in float32, which sends values
+    within a float32 step of a split the other way), summed, plus the baseline. Numerical
+    splits only (the ranker has no categorical feature). It reads the fitted trees from the
+    regressor's ``_predictors`` (as skl2onnx does), so it runs where the model was fitted,
+    with that scikit-learn. Needs the ``onnx`` package (dev)."""
+    from onnx import TensorProto, checker, helper, numpy_helper
+
+    splits: list[float] = []
+    feature: list[int] = []
+    missing_left: list[int] = []
+    true_ids: list[int] = []
+    true_leaf: list[int] = []
+    false_ids: list[int] = []
+    false_leaf: list[int] = []
+    roots: list[int] = []
+    leaves: list[float] = []
+    for (predictor,) in model._predictors:  # one tree per iteration (a single target)
+        nodes = predictor.nodes
+        if nodes["is_categorical"].any():
+            raise ValueError("categorical splits are not exported")
+        inner = [i for i in range(len(nodes)) if not nodes[i]["is_leaf"]]
+        leaf_ids = [i for i in range(len(nodes)) if nodes[i]["is_leaf"]]
+        if not inner:
+            raise ValueError("a tree that is a single leaf is not exported")
+        at = {i: len(splits) + k for k, i in enumerate(inner)}
+        leaf_at = {i: len(leaves) + k for k, i in enumerate(leaf_ids)}
+        leaves += [float(nodes[i]["value"]) for i in leaf_ids]
+        roots.append(at[0])
+        for i in inner:
+            n = nodes[i]
+            splits.append(float(n["num_threshold"]))
+            feature.append(int(n["feature_idx"]))
+            missing_left.append(int(n["missing_go_to_left"]))
+            for child, ids, is_leaf in ((n["left"], true_ids, true_leaf),
+                                        (n["right"], false_ids, false_leaf)):  # fmt: skip
+                leaf = bool(nodes[child]["is_leaf"])
+                ids.append(leaf_at[child] if leaf else at[child])
+                is_leaf.append(int(leaf))
+    trees = helper.make_node(
+        "TreeEnsemble", ["features"], ["trees"], domain="ai.onnx.ml",
+        nodes_featureids=feature, nodes_splits=numpy_helper.from_array(np.asarray(splits)),
+        nodes_modes=numpy_helper.from_array(np.zeros(len(splits), dtype=np.uint8)),  # x <= split
+        nodes_truenodeids=true_ids, nodes_trueleafs=true_leaf,
+        nodes_falsenodeids=false_ids, nodes_falseleafs=false_leaf,
+        nodes_missing_value_tracks_true=missing_left, tree_roots=roots,
+        leaf_targetids=[0] * len(leaves), leaf_weights=numpy_helper.from_array(np.asarray(leaves)),
+        n_targets=1, aggregate_function=1, post_transform=0,  # the sum, as it is
+    )  # fmt: skip
+    base = numpy_helper.from_array(np.asarray(model._baseline_prediction, float).reshape(1, 1))
+    base.name = "baseline"
+    graph = helper.make_graph(
+        [trees, helper.make_node("Add", ["trees", "baseline"], ["score"])],
+        "mindscape_learned_ranker",
+        [helper.make_tensor_value_info("features", TensorProto.DOUBLE, [None, N_FEATURES])],
+        [helper.make_tensor_value_info("score", TensorProto.DOUBLE, [None, 1])],
+        initializer=[base],
+    )
+    onnx_model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 5)],
+        producer_name="mindscape benchmarks/train_ranker.py",
+    )
+    onnx_model.ir_version = 10  # opset 21's; onnxruntime >= 1.21 runs TreeEnsemble (opset 5)
+    checker.check_model(onnx_model, full_check=True)
+    return bytes(onnx_model.SerializeToString())
+
+
+def save_trees(model: Any, out: Path, rows: np.ndarray, provenance: str) -> float:
+    """The ONNX model and its manifest (format, sha256, provenance, the scikit-learn that
+    fitted it), after checking that onnxruntime scores `rows` (the rows it was fitted on) as
+    the fitted model does; returns the largest difference."""
+    import onnx
     import sklearn
 
+    raw = trees_to_onnx(model)
+    gap = float(np.abs(TreeEnsemble(raw).predict(rows) - model.predict(rows)).max())
+    if gap > 1e-9:
+        raise SystemExit(f"the ONNX trees score {gap:.2g} away from the fitted model: not saved")
     out.mkdir(parents=True, exist_ok=True)
-    (out / MODEL_FILE).write_bytes(pickle.dumps(model))
-    digest = hashlib.sha256((out / MODEL_FILE).read_bytes()).hexdigest()
+    (out / MODEL_FILE).write_bytes(raw)
     meta = {
         "kind": "HistGradientBoostingRegressor over mindscape.reasoners.rankers.features",
-        "trained_on": "FairytaleQA train-v1 (92 stories, 3,324 questions), Apache-2.0",
+        "format": RANKER_FILES.format,
+        "trained_on": provenance,
         "sklearn": sklearn.__version__,
+        "onnx": onnx.__version__,
+        "onnx_check": {"rows": len(rows), "max_abs_diff": gap},
         "created": time.strftime("%Y-%m-%d"),
-        "sha256": {MODEL_FILE: digest},
+        "sha256": {MODEL_FILE: hashlib.sha256(raw).hexdigest()},
     }
     (out / MANIFEST).write_text(json.dumps(meta, indent=1) + "\n")
+    return gap
 
 
 # --------------------------------------------------------------------------- cross-encoder
@@ -185,10 +273,9 @@ def train_pools(args: argparse.Namespace) -> tuple[list[Any], list[Captured | No
         with pools.open("rb") as f:
             questions, caps = pickle.load(f)
         log(f"{len(questions)} train questions' focus pools from {pools}")
+        check_pools(questions, Path(args.train), pools)
         return questions, caps
-    ns = argparse.Namespace(
-        bench=args.train, dataset="fairytaleqa", split="train", stores=args.stores
-    )
+    ns = argparse.Namespace(bench=args.train, dataset=DATASET, split="train", stores=args.stores)
     questions, settings = bench_questions(ns)
     questions = [q for q in questions if q.task == "open_qa"]
     log(f"{len(questions)} train questions; capturing their focus pools")
@@ -197,6 +284,23 @@ def train_pools(args: argparse.Namespace) -> tuple[list[Any], list[Captured | No
     with pools.open("wb") as f:
         pickle.dump((questions, caps), f)
     return questions, caps
+
+
+def train_qids(train: Path) -> set[str]:
+    """The ids of the open questions the train folder holds (what the pools are made of)."""
+    from mindscape.eval.bench import load_questions
+
+    return {q.qid for q in load_questions(train, DATASET, "train") if q.task == "open_qa"}
+
+
+def check_pools(questions: list[Any], train: Path, pools: Path) -> None:
+    """Stop when cached pools were captured from other questions than ``--train`` holds, so
+    that the manifest's provenance, counted from the questions, is the train folder's."""
+    if {q.qid for q in questions} != train_qids(train):
+        raise SystemExit(
+            f"{pools} holds the pools of other questions than {train} holds: delete it, or "
+            "pass the --train it was made from"
+        )
 
 
 def dev_figures(args: argparse.Namespace, ranker: Any) -> None:
@@ -241,9 +345,11 @@ def main() -> None:
     out = Path(args.out)
     ranker: Any
     if args.kind == "trees":
-        model = fit_trees(questions, caps, args.seed)
-        save_trees(model, out)
-        ranker = LearnedRanker(model)
+        model, fitted = fit_trees(questions, caps, args.seed)
+        provenance = trained_on(Path(args.train), [q.doc_id for q in questions])
+        gap = save_trees(model, out, fitted, provenance)
+        log(f"ONNX trees within {gap:.1g} of the fitted model on its {len(fitted)} rows")
+        ranker = LearnedRanker.load(out)  # the figures are the shipped file's
     else:
         rows = mine_pairs(questions, caps, args.seed)
         log(f"{len(rows)} cross-encoder rows")

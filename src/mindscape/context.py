@@ -254,8 +254,9 @@ class Context:
         default="learned",
         metadata=_d(
             "What orders the focused reader's sentences of open questions: the learned ranker "
-            "(trained on FairytaleQA train; fused, with a warning, when its files are missing) "
-            "or the fused ranking (cosine, BM25 and chunk rank by reciprocal rank fusion)."
+            "(trained on FairytaleQA train; missing or damaged files are an error naming "
+            "`make ranker`, never a quiet switch to fused) or the fused ranking (cosine, BM25 "
+            "and chunk rank by reciprocal rank fusion)."
         ),
     )
     read_summaries: Literal["off", "routed", "always"] = field(

@@ -142,6 +142,32 @@ def test_the_api_key_never_leaves_the_request(
         assert secret not in text and "S3CRET" not in text
 
 
+def test_a_damaged_learned_ranker_is_one_line_naming_make_ranker(
+    qa_store: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The answer is not read in the fused order behind a log line: `ask` stops with the error
+    where the answer would be shown. A working ranker answers the same question."""
+    from mindscape.reasoners.rankers import MODEL_FILE, RANKER_DIR
+    from tests.fake_openai import FakeOpenAIServer
+    from tests.fakes import QAScript
+
+    damaged = tmp_path / "ranker"
+    shutil.copytree(RANKER_DIR, damaged)
+    (damaged / MODEL_FILE).write_bytes((damaged / MODEL_FILE).read_bytes()[:-1] + b"!")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("MINDSCAPE_LLM_MAX_RETRIES", "0")
+    with FakeOpenAIServer(QAScript(answer="two white pigeons").request) as server:
+        argv = ask(qa_store, "--llm", "openai", "--base-url", server.base_url)
+        rc = main([*argv, "--evidence-ranker", "learned"])
+        assert rc == 0 and "ordered by the learned ranker" in capsys.readouterr().out
+        monkeypatch.setattr("mindscape.reasoners.rankers.RANKER_DIR", damaged)
+        rc = main([*argv, "--evidence-ranker", "learned"])
+        one_line_error(capsys, rc, "the learned evidence ranker", "sha256", "make ranker")
+
+
 # A child that reads a text file as `mindscape index` does and streams its chunks, counting
 # them without keeping them; it prints its resident set after reading and its peak while
 # chunking (Linux: the peak is reset through /proc/self/clear_refs).

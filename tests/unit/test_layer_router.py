@@ -1,18 +1,31 @@
-"""The layer router and the local reader's session summary (Context.read_summaries)."""
+"""The layer router and the local reader's session summary (Context.read_summaries): the
+router's JSON gives the probabilities of the scikit-learn pipeline it came from, and files
+that cannot be loaded are one error line naming `make router`, never a quiet "route nothing"."""
 
 from __future__ import annotations
 
-import logging
+import json
 import shutil
+import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from mindscape.errors import MindscapeError
 from mindscape.llm import Usage
 from mindscape.reasoners.base import AnswerRequest
-from mindscape.reasoners.layer_router import ROUTER_DIR, LayerRouter, load_router
+from mindscape.reasoners.layer_router import (
+    MODEL_FILE,
+    ROUTER_DIR,
+    LayerRouter,
+    load_router,
+)
+from mindscape.reasoners.rankers import MANIFEST, ModelFileError
 from tests.fakes import ScriptedChatModel
 from tests.unit.test_focus import STORY, as_hits, chunk_units, local_reasoner
+
+SNAPSHOT = Path(__file__).resolve().parents[1] / "snapshots" / "router_scores.json"
 
 Q = "What did the mother tell her daughter before she died?"
 PLOT = (
@@ -38,15 +51,101 @@ def test_the_shipped_router_loads_and_sends_why_questions_to_summaries() -> None
     assert not router.wants_summary(name)
 
 
-def test_a_damaged_router_routes_nothing_and_says_so(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_the_shipped_router_gives_the_scikit_learn_pipelines_probabilities() -> None:
+    """The fixture holds questions and P(summary) from the pickled scikit-learn pipeline
+    (scikit-learn 1.9.1, before the JSON format), accents, capitals and empty text among
+    them: the JSON rebuilt as a TfidfVectorizer tokenises them as it did."""
+    router = load_router()
+    fixture = json.loads(SNAPSHOT.read_text())
+    got = [router.summary_share(q) for q in fixture["questions"]]
+    np.testing.assert_allclose(got, fixture["summary_share"], rtol=0, atol=1e-12)
+    want = np.asarray(fixture["summary_share"])
+    assert list(np.argsort(-np.asarray(got), kind="stable")) == list(
+        np.argsort(-want, kind="stable")
+    )
+    assert [router.wants_summary(q) for q in fixture["questions"]] == list(want >= 0.5)
+
+
+def damaged(tmp_path: Path) -> Path:
     copy = tmp_path / "router"
     shutil.copytree(ROUTER_DIR, copy)
-    (copy / "model.pkl").write_bytes(b"not a model")
-    with caplog.at_level(logging.WARNING):
-        assert load_router(copy) is None
-    assert "does not match its sha256 (run `make router`)" in caplog.text
+    (copy / MODEL_FILE).write_bytes(b"not a model")
+    return copy
+
+
+def test_a_damaged_router_is_an_error_naming_make_router(tmp_path: Path) -> None:
+    for where, problem in (
+        (damaged(tmp_path), f"{MODEL_FILE} does not match its sha256"),
+        (tmp_path / "nowhere", f"no {MANIFEST}"),
+    ):
+        with pytest.raises(ModelFileError) as exc:
+            load_router(where)
+        msg = str(exc.value)
+        assert isinstance(exc.value, MindscapeError) and "\n" not in msg
+        assert problem in msg and "run `make router`" in msg and "--read-summaries off" in msg
+
+
+def test_a_router_file_in_another_format_is_not_loaded(tmp_path: Path) -> None:
+    import hashlib
+
+    copy = tmp_path / "router"
+    shutil.copytree(ROUTER_DIR, copy)
+    meta = json.loads((copy / MANIFEST).read_text())
+    data = json.loads((copy / MODEL_FILE).read_text())
+    for raw, problem in (
+        (json.dumps({**data, "idf": data["idf"][:-1]}), "differ in length"),
+        (json.dumps([1, 2]), "is not a router"),
+    ):
+        (copy / MODEL_FILE).write_text(raw)
+        digest = hashlib.sha256(raw.encode()).hexdigest()
+        (copy / MANIFEST).write_text(json.dumps({**meta, "sha256": {MODEL_FILE: digest}}))
+        with pytest.raises(ModelFileError, match="make router") as exc:
+            load_router(copy)
+        assert problem in str(exc.value)
+    shutil.copy(ROUTER_DIR / MODEL_FILE, copy / MODEL_FILE)  # the true file, another format
+    (copy / MANIFEST).write_text(json.dumps({**meta, "format": "pickle"}))
+    with pytest.raises(ModelFileError, match="not in the format this version reads"):
+        load_router(copy)
+
+
+def test_a_routed_question_with_a_damaged_router_is_an_error_not_windows_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader does not quietly read windows only when the router cannot be loaded."""
+    monkeypatch.setattr("mindscape.reasoners.layer_router.ROUTER_DIR", damaged(tmp_path))
+    units = chunk_units(STORY)
+    r = local_reasoner(ScriptedChatModel(responses=["to be good and pious"] * 2))
+    req = AnswerRequest(Q, "open", passages=[*as_hits(units, [1, 4]), session()],
+                        focus_tokens=100, focus_windows=2, read_summaries="routed")  # fmt: skip
+    with pytest.raises(ModelFileError, match="make router"):
+        r.answer(req, usage=Usage())
+
+
+def test_make_router_writes_json_that_gives_the_pipelines_probabilities(tmp_path: Path) -> None:
+    """benchmarks/train_layer_router.py's `save`: JSON and a manifest the loader accepts."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import train_layer_router
+
+    train = ["Why did the fox run away?", "Who is the king?", "Why was the queen sad?",
+             "What is the name of the dog?", "Why did the boy lie to his mother?",
+             "Where is the castle?"]  # fmt: skip
+    y = [1, 0, 1, 0, 1, 0]
+    pipe = make_pipeline(
+        TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True),
+        LogisticRegression(class_weight="balanced"),
+    ).fit(train, y)
+    probe = [*train, "Why did the king run?", "WHY? Who... the dog's name!", ""]
+    gap = train_layer_router.save(pipe, tmp_path, probe, {"trained_on": "six questions"})
+    meta = json.loads((tmp_path / MANIFEST).read_text())
+    assert gap < 1e-12 and meta["trained_on"] == "six questions"
+    assert list(meta["sha256"]) == [MODEL_FILE] and not list(tmp_path.glob("*.pkl"))
+    router = load_router(tmp_path)
+    got = [router.summary_share(q) for q in probe]
+    np.testing.assert_allclose(got, pipe.predict_proba(probe)[:, 1], rtol=0, atol=1e-12)
 
 
 class Always:

@@ -1,29 +1,40 @@
 """Evidence rankers (reasoners/rankers.py): the fused ranking, the pool a ranker sees, and
-loading the learned ranker (missing or damaged files: one warning line, the fused ranking)."""
+loading the learned ranker: ONNX that scores as the scikit-learn model it came from, and
+files that cannot be loaded are one error line naming `make ranker`, never the fused ranking."""
 
 from __future__ import annotations
 
+import hashlib
 import json
-import logging
 import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mindscape.commands.common import context_choices
+from mindscape.errors import MindscapeError
 from mindscape.reasoners import focus
 from mindscape.reasoners.rankers import (
+    MANIFEST,
+    MODEL_FILE,
     RANKER_DIR,
+    RANKER_FILES,
     RANKER_NAMES,
     Candidate,
     FusedRanker,
     LearnedRanker,
-    check_files,
+    ModelFileError,
+    TreeEnsemble,
     features,
     load_ranker,
 )
 from tests.unit.test_focus import STORY, as_hits, chunk_units, view, words
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+SNAPSHOT = Path(__file__).resolve().parents[1] / "snapshots" / "ranker_scores.json"
 
 Q = "What did the mother tell her daughter before she died?"
 
@@ -85,30 +96,60 @@ def test_unknown_ranker_name_is_an_error() -> None:
     assert sorted(context_choices("evidence_ranker") or []) == sorted(RANKER_NAMES)
 
 
-def test_a_missing_learned_ranker_warns_once_and_ranks_fused(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    with caplog.at_level(logging.WARNING):
-        ranker = load_ranker("learned", tmp_path / "nowhere")
-        again = load_ranker("learned", tmp_path / "nowhere")
-    assert isinstance(ranker, FusedRanker) and ranker.name == "fused" and again is ranker
-    lines = [r.getMessage() for r in caplog.records]
-    assert len(lines) == 1 and "make ranker" in lines[0] and "using fused" in lines[0]
+def one_line_error(exc: pytest.ExceptionInfo[ModelFileError], *needles: str) -> None:
+    """A user error (the CLI prints it and exits with 2) on one line naming `make ranker`."""
+    msg = str(exc.value)
+    assert isinstance(exc.value, MindscapeError) and "\n" not in msg
+    for needle in ("the learned evidence ranker", "run `make ranker`", *needles):
+        assert needle in msg, msg
 
 
-def test_a_damaged_ranker_file_is_caught_by_its_sha256(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def ranker_copy(tmp_path: Path) -> Path:
     where = tmp_path / "ranker"
     shutil.copytree(RANKER_DIR, where)
-    check_files(where)  # the shipped files match their manifest
-    meta = json.loads((where / "manifest.json").read_text())
-    victim = where / sorted(meta["sha256"])[0]
+    return where
+
+
+def test_a_missing_learned_ranker_is_an_error_not_the_fused_ranking(tmp_path: Path) -> None:
+    for _ in range(2):  # a failure is not remembered as a ranker
+        with pytest.raises(ModelFileError) as exc:
+            load_ranker("learned", tmp_path / "nowhere")
+        one_line_error(exc, f"no {MANIFEST}", "--evidence-ranker fused")
+
+
+def test_a_damaged_ranker_file_is_caught_by_its_sha256(tmp_path: Path) -> None:
+    where = ranker_copy(tmp_path)
+    RANKER_FILES.check(where)  # the shipped files match their manifest
+    victim = where / MODEL_FILE
     victim.write_bytes(victim.read_bytes()[:-1] + b"!")
-    with caplog.at_level(logging.WARNING):
-        ranker = load_ranker("learned", where)
-    assert ranker.name == "fused"
-    assert "does not match its sha256 (run `make ranker`)" in caplog.text
+    with pytest.raises(ModelFileError) as exc:
+        load_ranker("learned", where)
+    one_line_error(exc, f"{MODEL_FILE} does not match its sha256")
+
+
+def rewrite(where: Path, name: str, raw: bytes, **meta: object) -> None:
+    """Put `raw` in `where/name` with a manifest that lists it by its true sha256."""
+    (where / name).write_bytes(raw)
+    digest = hashlib.sha256(raw).hexdigest()
+    (where / MANIFEST).write_text(json.dumps({**meta, "sha256": {name: digest}}))
+
+
+def test_a_ranker_in_another_format_is_not_loaded(tmp_path: Path) -> None:
+    """A folder from before the ONNX format (a pickle, whatever its scikit-learn), or a file
+    onnxruntime cannot run, though each matches its manifest."""
+    where = ranker_copy(tmp_path)
+    rewrite(where, "model.pkl", b"\x80\x04not today", sklearn="1.9.1")
+    with pytest.raises(ModelFileError) as exc:
+        load_ranker("learned", where)
+    one_line_error(exc, "not in the format this version reads (model.pkl)")
+    rewrite(where, MODEL_FILE, b"not a graph", format=RANKER_FILES.format)
+    with pytest.raises(ModelFileError) as exc:
+        load_ranker("learned", where)
+    one_line_error(exc, "onnxruntime cannot run it")
+    (where / MANIFEST).write_text("{")
+    with pytest.raises(ModelFileError) as exc:
+        load_ranker("learned", where)
+    one_line_error(exc, f"{MANIFEST} is damaged")
 
 
 def test_the_shipped_ranker_loads_and_scores_every_candidate() -> None:
@@ -121,16 +162,82 @@ def test_the_shipped_ranker_loads_and_scores_every_candidate() -> None:
     assert ranker.scores(Q, []) == []
 
 
-def test_a_ranker_saved_by_another_scikit_learn_is_not_loaded(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    where = tmp_path / "ranker"
-    shutil.copytree(RANKER_DIR, where)
-    meta = json.loads((where / "manifest.json").read_text())
-    (where / "manifest.json").write_text(json.dumps({**meta, "sklearn": "0.1"}))
-    with caplog.at_level(logging.WARNING):
-        assert load_ranker("learned", where).name == "fused"
-    assert "saved with scikit-learn 0.1" in caplog.text and "make ranker" in caplog.text
+def order(scores: Sequence[float]) -> list[int]:
+    """Candidates best first (scores equal to 1e-12 in their order)."""
+    return [int(i) for i in np.argsort(-np.round(scores, 12), kind="stable")]
+
+
+def test_the_shipped_ranker_scores_as_the_scikit_learn_model_it_came_from() -> None:
+    """The fixture holds candidate features and the scores the pickled scikit-learn model
+    gave them (scikit-learn 1.9.1, before the ONNX format): the questions' candidates about
+    the test story, and rows on the trees' split thresholds or one float64 step away (where
+    float32 splits, as skl2onnx writes them, score otherwise: up to 0.077 on these rows)."""
+    ranker = load_ranker("learned")
+    assert isinstance(ranker, LearnedRanker)
+    groups = json.loads(SNAPSHOT.read_text())["groups"]
+    assert sum(len(g["scores"]) for g in groups) >= 90
+    for g in groups:
+        got = ranker.model.predict(np.asarray(g["features"]))
+        np.testing.assert_allclose(got, g["scores"], rtol=0, atol=1e-12, err_msg=g["question"])
+        assert order(got) == order(g["scores"]), g["question"]
+
+
+def test_make_ranker_writes_onnx_that_scores_as_the_fitted_trees(tmp_path: Path) -> None:
+    """benchmarks/train_ranker.py's export: the fitted trees as ONNX and a manifest that the
+    loader accepts, with the provenance it is given."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    sys.path.insert(0, str(BENCHMARKS))
+    import train_ranker
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(600, 23))
+    x[:, 0] = rng.integers(0, 8, 600)  # an integer column, as chunk ranks are
+    y = (x[:, 1] > 0.3) * 0.5 + (x[:, 0] < 2) * 0.5 + rng.normal(0, 0.05, 600)
+    model = HistGradientBoostingRegressor(max_iter=20, random_state=0).fit(x, y)
+    gap = train_ranker.save_trees(model, tmp_path, x, "a test (2 stories, 3 questions)")
+    meta = json.loads((tmp_path / MANIFEST).read_text())
+    assert gap < 1e-12 and meta["onnx_check"] == {"rows": 600, "max_abs_diff": gap}
+    assert meta["trained_on"] == "a test (2 stories, 3 questions)"
+    assert list(meta["sha256"]) == [MODEL_FILE] and not list(tmp_path.glob("*.pkl"))
+    loaded = LearnedRanker.load(tmp_path)
+    assert isinstance(loaded.model, TreeEnsemble)
+    probe = rng.normal(size=(50, 23))
+    np.testing.assert_allclose(loaded.model.predict(probe), model.predict(probe), atol=1e-12)
+
+
+def test_the_provenance_counts_what_the_train_folder_holds(tmp_path: Path) -> None:
+    """`trained_on` in the ranker's and the router's manifests: the train folder's version and
+    the stories and questions trained on, not figures written into the scripts; cached pools
+    of other questions than ``--train`` holds are refused."""
+    from types import SimpleNamespace
+
+    sys.path.insert(0, str(BENCHMARKS))
+    import train_layer_router
+    import train_ranker
+    from train_data import trained_on
+
+    train = tmp_path / "train"
+    (train / "fairytaleqa").mkdir(parents=True)
+    rows = [
+        {"qid": f"q{i}", "split": "train", "doc_id": f"story-{i % 2}", "task": "open_qa",
+         "question": "Who?"}
+        for i in range(5)
+    ]  # fmt: skip
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    (train / "fairytaleqa" / "questions.jsonl").write_text(text)
+    loaded = train_layer_router.load(train / "fairytaleqa" / "questions.jsonl")
+    ids = [str(q["doc_id"]) for q in loaded]
+    assert trained_on(train, ids) == "FairytaleQA train (2 stories, 5 questions), Apache-2.0"
+    manifest = {"version": "train-v9", "datasets": {"fairytaleqa": {"splits": {"train": {}}}}}
+    (train / "manifest.json").write_text(json.dumps(manifest))
+    assert trained_on(train, ids[:3]) == (
+        "FairytaleQA train-v9 (2 stories, 3 questions), Apache-2.0"
+    )
+    pools = [SimpleNamespace(qid=r["qid"], doc_id=r["doc_id"]) for r in rows]
+    train_ranker.check_pools(pools, train, tmp_path / "pools.pkl")  # the same questions
+    with pytest.raises(SystemExit, match="other questions than"):
+        train_ranker.check_pools(pools[:4], train, tmp_path / "pools.pkl")
 
 
 def test_novel_misses_names_the_first_place_that_holds_the_answer(monkeypatch) -> None:

@@ -12,17 +12,17 @@ windows, so the order of ~60 candidates decides the answer. A ranker scores them
   ``mindscape/data/ranker/README.md``; ``make ranker`` retrains it). A MiniLM
   cross-encoder was measured against it and lost (the model card says by how much).
 
-:func:`load_ranker` turns a Context's ``evidence_ranker`` into a ranker. A learned ranker
-whose files are missing or damaged is reported in one warning line and the fused ranking
-is used instead (the attempt records which ranker ordered what it read).
+:func:`load_ranker` turns a Context's ``evidence_ranker`` into a ranker. The learned ranker
+ships as ONNX (``model.onnx``: the trees, float64 splits and leaf values, run by onnxruntime,
+so it scores the same whatever scikit-learn is installed, or none). Files that cannot be
+loaded (missing, damaged, not the format this version reads) are a :class:`ModelFileError`,
+one line naming ``make ranker``: never a quiet switch to the fused ranking.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import pickle
 import re
 import threading
 from collections.abc import Sequence
@@ -32,17 +32,16 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from mindscape.errors import MindscapeError
 from mindscape.memory.retrieval.ranking import BM25Index
 from mindscape.reasoners.text import content_words
-
-logger = logging.getLogger(__name__)
 
 RRF_K = 60
 """The usual reciprocal-rank-fusion constant."""
 RANKER_DIR = Path(__file__).resolve().parent.parent / "data" / "ranker"
 """Where the shipped learned ranker lives (model, sha256 manifest, model card)."""
 MANIFEST = "manifest.json"
-MODEL_FILE = "model.pkl"
+MODEL_FILE = "model.onnx"
 RANKER_NAMES = ("fused", "learned")
 
 
@@ -155,66 +154,121 @@ def features(question: str, cands: Sequence[Candidate]) -> np.ndarray:
     return np.hstack([np.asarray(rows, dtype=float), ranks])
 
 
+N_FEATURES = 13 + len(WH_WORDS) + 3
+"""Columns of :func:`features`."""
+
+
+class ModelFileError(MindscapeError):
+    """A shipped model (the learned ranker, the layer router) that cannot be loaded: files
+    missing, damaged, not matching their sha256, or not in the format this version reads.
+    Its message is one line naming the command that rebuilds it; the CLI prints it and exits
+    with 2."""
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """A shipped model's folder as mindscape reads it: a ``manifest.json`` whose ``sha256``
+    lists one model file, in the format named by its ``format``."""
+
+    what: str
+    """The model, as the error names it."""
+    fix: str
+    """What the user can do, as the error says it (the command that rebuilds it first)."""
+    format: str
+    """The manifest's ``format`` this version reads; a folder in another one is an error."""
+
+    def error(self, path: Path, problem: str) -> ModelFileError:
+        """The one-line error for the folder `path`."""
+        return ModelFileError(f"{self.what} in {path} cannot be loaded: {problem}; {self.fix}")
+
+    def check(self, path: Path) -> dict[str, Any]:
+        """The manifest in `path`, after checking every file it lists against its sha256 and
+        its format."""
+        manifest = path / MANIFEST
+        if not manifest.is_file():
+            raise self.error(path, f"no {MANIFEST}")
+        try:
+            meta = dict(json.loads(manifest.read_text()))
+            files = list(dict(meta["sha256"]).items())
+        except (ValueError, KeyError, TypeError) as exc:
+            raise self.error(path, f"{MANIFEST} is damaged ({one_line(exc)})") from None
+        for name, digest in files:
+            f = path / name
+            if not f.is_file():
+                raise self.error(path, f"{name} is missing")
+            if hashlib.sha256(f.read_bytes()).hexdigest() != digest:
+                raise self.error(path, f"{name} does not match its sha256")
+        if meta.get("format") != self.format or len(files) != 1:
+            found = meta.get("format") or ", ".join(name for name, _ in files) or "no file"
+            raise self.error(path, f"it is not in the format this version reads ({found})")
+        return meta
+
+    def read(self, path: Path) -> bytes:
+        """The model file's bytes, after :meth:`check`."""
+        meta = self.check(path)
+        return (path / next(iter(meta["sha256"]))).read_bytes()
+
+
+RANKER_FILES = ModelFiles(
+    "the learned evidence ranker",
+    "run `make ranker`, or choose the fused ranker (--evidence-ranker fused)",
+    "onnx: ai.onnx.ml TreeEnsemble (opset 5), float64",
+)
+
+
+class TreeEnsemble:
+    """Regression trees saved as ONNX (one ``ai.onnx.ml`` ``TreeEnsemble`` node with float64
+    splits and leaf values, plus the baseline), scored by onnxruntime on one thread: the same
+    sums as the scikit-learn model they were exported from (``make ranker``), to ~1e-15."""
+
+    def __init__(self, raw: bytes) -> None:
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+        opts.log_severity_level = 3  # errors only: a bad file is reported by its exception
+        self.session = ort.InferenceSession(raw, opts, providers=["CPUExecutionProvider"])
+        self.input = self.session.get_inputs()[0].name
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """One score per row of `x`."""
+        out = self.session.run(None, {self.input: np.asarray(x, dtype=np.float64)})[0]
+        return np.asarray(out, dtype=np.float64).reshape(-1)
+
+
 class LearnedRanker:
-    """Gradient-boosted trees (scikit-learn's ``HistGradientBoostingRegressor``) over
-    :func:`features`, fitted on FairytaleQA train stories to score the sentence that answers
-    above the sentences about the same people. A few milliseconds for 60 candidates."""
+    """Gradient-boosted trees (fitted as scikit-learn's ``HistGradientBoostingRegressor``,
+    shipped as ONNX) over :func:`features`, fitted on FairytaleQA train stories to score the
+    sentence that answers above the sentences about the same people. A few milliseconds for
+    60 candidates."""
 
     name = "learned"
 
     def __init__(self, model: Any) -> None:
         self.model = model
+        """Anything with ``predict(rows) -> scores``: a :class:`TreeEnsemble` when loaded."""
 
     @classmethod
     def load(cls, path: Path) -> LearnedRanker:
-        """The model in ``path``, written by ``make ranker`` (see :func:`load_model`)."""
-        return cls(load_model(path, "the learned ranker", "make ranker"))
+        """The model in ``path``, written by ``make ranker``, after its manifest's checks
+        (:meth:`ModelFiles.check`): a :class:`ModelFileError` when it cannot be loaded."""
+        raw = RANKER_FILES.read(path)
+        try:
+            model = TreeEnsemble(raw)
+            model.predict(np.zeros((1, N_FEATURES)))  # the graph takes our features
+        except Exception as exc:  # onnxruntime raises its own types for a bad graph
+            raise RANKER_FILES.error(path, f"onnxruntime cannot run it ({one_line(exc)})") from exc
+        return cls(model)
 
     def scores(self, question: str, cands: Sequence[Candidate]) -> list[float]:
         if not cands:
             return []
         return [float(x) for x in self.model.predict(features(question, cands))]
-
-
-class RankerFileError(RuntimeError):
-    """The learned ranker's files are missing or do not match their sha256."""
-
-
-def check_files(path: Path, fix: str = "make ranker") -> dict[str, Any]:
-    """A shipped model's manifest, after checking every file it lists against its sha256;
-    `fix` is the command that rebuilds it, named in the error."""
-    manifest = path / MANIFEST
-    if not manifest.is_file():
-        raise RankerFileError(f"no model at {path} (run `{fix}` to train one)")
-    try:
-        meta = json.loads(manifest.read_text())
-        files: dict[str, str] = meta["sha256"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise RankerFileError(f"{manifest} is damaged ({exc}); run `{fix}`") from None
-    for name, digest in files.items():
-        f = path / name
-        if not f.is_file():
-            raise RankerFileError(f"{path} lacks {name} (run `{fix}`)")
-        if hashlib.sha256(f.read_bytes()).hexdigest() != digest:
-            raise RankerFileError(f"{path / name} does not match its sha256 (run `{fix}`)")
-    return meta
-
-
-def load_model(path: Path, what: str, fix: str) -> Any:
-    """The pickled scikit-learn model ``path/model.pkl``, after :func:`check_files` and only
-    with the scikit-learn version that wrote it (a pickle runs code when loaded); `what`
-    names it and `fix` is the command that rebuilds it, in the error."""
-    import sklearn
-
-    meta = check_files(path, fix=fix)
-    need = meta.get("sklearn")
-    if need and need != sklearn.__version__:
-        raise RankerFileError(
-            f"{what} was saved with scikit-learn {need}, this is {sklearn.__version__} "
-            f"(run `{fix}`)"
-        )
-    with (path / MODEL_FILE).open("rb") as f:
-        return pickle.load(f)  # noqa: S301 - our own file, checked by its sha256
 
 
 _LOADED: dict[str, Ranker] = {}
@@ -224,9 +278,10 @@ _LOAD_LOCK = threading.Lock()
 def load_ranker(name: str, path: Path | None = None) -> Ranker:
     """The ranker called `name` (``fused`` or ``learned``), loaded once per process.
 
-    A learned ranker that cannot be loaded (files missing, a sha256 mismatch, weights that do
-    not load) logs one warning line naming ``make ranker`` and returns the fused ranker,
-    whose ``name`` then says so wherever the run reports its ranker.
+    A learned ranker that cannot be loaded (files missing, a sha256 mismatch, another format,
+    a graph onnxruntime cannot run) raises :class:`ModelFileError`, one line naming
+    ``make ranker``: the fused ranking is never used in its place. A failure is not
+    remembered: the next call tries again.
     """
     if name == "fused":
         return FusedRanker()
@@ -236,10 +291,5 @@ def load_ranker(name: str, path: Path | None = None) -> Ranker:
     key = str(where)
     with _LOAD_LOCK:
         if key not in _LOADED:
-            try:
-                _LOADED[key] = LearnedRanker.load(where)
-            except Exception as exc:  # any failure to load: say so once, read fused
-                reason = exc if isinstance(exc, RankerFileError) else f"cannot load it: {exc}"
-                logger.warning("learned evidence ranker unavailable: %s; using fused", reason)
-                _LOADED[key] = FusedRanker()
+            _LOADED[key] = LearnedRanker.load(where)
         return _LOADED[key]
