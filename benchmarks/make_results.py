@@ -1,6 +1,12 @@
 """Run the offline evaluation on every bench dataset and write docs/results.md.
 
     python benchmarks/make_results.py --bench ../shared/bench [--jobs quality_leval:test ...]
+    python benchmarks/make_results.py --figures
+
+`--figures` runs nothing: it rewrites the blocks generated from the per-question results
+committed under docs/results/ (docs/results.md's headline table and README.md's status lines,
+between ``<!-- generated: NAME -->`` and ``<!-- end generated: NAME -->``; see
+committed_figures.py), which a full run also does.
 
 Each table in the generated file comes with the exact `mindscape eval` command that produced
 it; rerunning that command reproduces the figures (results are resumable and cached under
@@ -15,6 +21,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from committed_figures import fill
 from common import doc_parser, run_eval
 from local_results import LOCAL_HEADING  # the section it writes, kept on regeneration
 
@@ -114,13 +121,34 @@ def section(dataset: str, split: str, limit: int | None, cmd: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_generated() -> None:
+    """Rewrite the generated blocks of README.md and docs/results.md in place."""
+    for page in (REPO / "README.md", REPO / "docs" / "results.md"):
+        old = page.read_text(encoding="utf-8")
+        new = fill(old)
+        if new != old:
+            page.write_text(new, encoding="utf-8")
+        print(
+            f"{page.relative_to(REPO)}: {'rewritten' if new != old else 'unchanged'}",
+            file=sys.stderr,
+        )
+
+
 def main() -> None:
     ap = doc_parser(__doc__)
     ap.add_argument("--jobs", nargs="*", help="dataset:split pairs to (re)run; default all")
     ap.add_argument(
         "--no-run", action="store_true", help="only assemble docs/results.md from runs/eval"
     )
+    ap.add_argument(
+        "--figures",
+        action="store_true",
+        help="only rewrite the blocks generated from committed per-question results",
+    )
     args = ap.parse_args()
+    if args.figures:
+        write_generated()
+        return
     jobs = [j for j in JOBS if not args.jobs or f"{j[0]}:{j[1]}" in args.jobs]
     sections = []
     for dataset, split, limit in JOBS:
@@ -135,6 +163,7 @@ def main() -> None:
     local = old[old.index(LOCAL_HEADING) :] if LOCAL_HEADING in old else ""  # local_results.py's
     results.write_text(head + "\n" + "\n".join(sections) + ("\n" + local if local else ""))
     print("wrote docs/results.md", file=sys.stderr)
+    write_generated()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,796 @@
+"""Figures computed from the per-question results committed under docs/results/.
+
+    python benchmarks/committed_figures.py docs/results/novels/test docs/results/novels/test-dense-tie
+
+prints every figure those files give (means with their 95% bootstrap CIs, paired differences
+between any two runs over the questions both answered, per book, costs). docs/results.md names
+the files a block's figures come from in an HTML comment above it,
+``<!-- from: PATH[, PATH] -->``, and `tests/unit/test_figures.py` checks that every figure of
+such a block is one of them. `make_results.py --figures` writes the blocks generated outright
+(the headline table of docs/results.md and README.md's status lines) from :func:`headline`.
+
+A path is a file or a folder of JSON-lines files. Each file is read by what its rows hold:
+
+* eval records (``mindscape eval``'s results.jsonl, ``reader_ceiling.py``'s ceiling.jsonl):
+  one run per (file, preset); a folder's files of one preset whose questions do not overlap
+  (one file a book) are also read as one run;
+* ranker rows (``evidence_ranking.py``'s questions.jsonl): one run per ranker;
+* novel-miss rows (``novel_misses.py``'s questions.jsonl): the share of each bucket;
+* reading rows (``reading_windows.py``'s readings.jsonl): one run per reading.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+import statistics
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from common import paired_points
+
+from mindscape.eval.metrics import bootstrap_ci
+
+REPO = Path(__file__).resolve().parents[1]
+RESAMPLES = (1000, 2000)
+"""The bootstrap sizes the project's scripts use (the report's 1000, the paired helpers' 2000)."""
+HEADLINES = ("accuracy", "claim_correct", "f1")
+"""A record's headline metric: the first of these it has (as paired_runs.py reads it)."""
+DAGGER = "†"
+LEGEND = "† chosen after reading test rows of this set"
+
+
+# ---- figures as strings ------------------------------------------------------------------
+
+
+def norm(figure: str) -> str:
+    """A figure as written in a page, compared by its text: the Unicode minus read as ``-``,
+    the percent sign dropped (``98.1%`` is ``98.1``), a signed zero unsigned (``−0.0`` is
+    ``0.0``). A sign that is written stays: ``+1.2`` is a difference, ``1.2`` a value."""
+    text = figure.replace("−", "-").rstrip("%")
+    if text[:1] in "+-" and float(text) == 0:
+        text = text[1:]
+    return text
+
+
+def known(figure: str, catalogue: set[str] | frozenset[str]) -> bool:
+    """Whether a page's figure is one of the catalogue's: a signed figure must be a signed
+    one (a difference), an unsigned one may be any value or a difference's size."""
+    text = norm(figure)
+    if text[:1] in "+-":
+        return text in catalogue
+    return text in catalogue or f"+{text}" in catalogue or f"-{text}" in catalogue
+
+
+class Figures(set[str]):
+    """A set of normalized figures, added by value and number of decimals; a difference is
+    kept with its sign (``+1.2``), a value without."""
+
+    def add_value(self, value: float | None, *decimals: int, signed: bool = False) -> None:
+        if value is None or not math.isfinite(value):
+            return
+        for d in decimals:
+            self.add(norm(f"{value:+.{d}f}" if signed else f"{value:.{d}f}"))
+
+    def add_ci(
+        self, values: Sequence[float], decimals: int, scale: float = 1.0, signed: bool = False
+    ) -> None:
+        """The mean of `values` and the bounds of its bootstrap CIs (each size of RESAMPLES)."""
+        for n in RESAMPLES:
+            for v in bootstrap_ci(values, n_resamples=n):
+                self.add_value(scale * v, decimals, signed=signed)
+
+
+# ---- reading the files -------------------------------------------------------------------
+
+
+def rows_of(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def kind_of(row: Mapping[str, Any]) -> str:
+    """What a file's rows are, from its first row."""
+    if "preset" in row and "metrics" in row:
+        return "eval"
+    if "bucket" in row:
+        return "misses"
+    if "reading" in row and "score" in row:
+        return "readings"
+    if any(isinstance(v, dict) and "hit1" in v for v in row.values()):
+        return "ranker"
+    return "other"
+
+
+def files_of(source: Path) -> list[Path]:
+    return sorted(source.glob("*.jsonl")) if source.is_dir() else [source]
+
+
+@dataclass
+class Run:
+    """One run's per-question records: a preset of an eval file, a ranker, a reading."""
+
+    name: str
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """By question id."""
+
+
+def headline_of(rec: Mapping[str, Any]) -> float:
+    m = rec["metrics"]
+    return float(next(m[k] for k in HEADLINES if k in m))
+
+
+def eval_runs(source: Path) -> list[Run]:
+    """The runs of eval records under `source`: per (file, preset), and per (folder,
+    preset) over files whose questions do not overlap."""
+    runs: list[Run] = []
+    by_preset: dict[str, list[Run]] = {}
+    for path in files_of(source):
+        rows = rows_of(path)
+        if not rows or kind_of(rows[0]) != "eval":
+            continue
+        for preset in dict.fromkeys(r["preset"] for r in rows):
+            run = Run(f"{path.name}:{preset}", {r["qid"]: r for r in rows if r["preset"] == preset})
+            runs.append(run)
+            by_preset.setdefault(preset, []).append(run)
+    for preset, parts in by_preset.items():
+        qids = [q for run in parts for q in run.rows]
+        if len(parts) > 1 and len(qids) == len(set(qids)):
+            pooled = Run(f"{source.name}:{preset}")
+            for run in parts:
+                pooled.rows.update(run.rows)
+            runs.append(pooled)
+    return runs
+
+
+# ---- the figures of each kind ------------------------------------------------------------
+
+
+def percentiles(values: Sequence[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    ordered = sorted(values)
+
+    def q(p: float) -> float:
+        import numpy as np
+
+        return float(np.percentile(ordered, p))
+
+    return {
+        "p50": q(50),
+        "p90": q(90),
+        "p95": q(95),
+        "max": ordered[-1],
+        "mean": sum(values) / len(values),
+    }
+
+
+def eval_figures(runs: Sequence[Run], out: Figures) -> None:
+    """Per run: each metric's mean and CIs, per book too, Recall@k, calls, tokens and
+    seconds; per pair of runs: the paired difference of the headline metric (points and
+    raw), per book, and the ratio of the means."""
+    for run in runs:
+        recs = list(run.rows.values())
+        for name in sorted({k for r in recs for k in r.get("metrics") or {}}):
+            values = [float(r["metrics"][name]) for r in recs if name in r["metrics"]]
+            out.add_ci(values, 3)
+            for doc in {r.get("doc_id") for r in recs}:
+                mine = [
+                    float(r["metrics"][name])
+                    for r in recs
+                    if r.get("doc_id") == doc and name in r["metrics"]
+                ]
+                out.add_value(statistics.mean(mine) if mine else None, 3)
+        for k in sorted({k for r in recs for k in r.get("recall_at_k") or {}}):
+            out.add_value(
+                statistics.mean(
+                    float(r["recall_at_k"][k]) for r in recs if k in (r.get("recall_at_k") or {})
+                ),
+                3,
+            )
+        calls = [float(r.get("llm_calls", 0)) for r in recs]
+        out.add_value(statistics.mean(calls), 2)
+        for name in ("tokens_in", "latency_s"):
+            values = [float(r[name]) for r in recs if r.get(name) is not None]
+            for v in percentiles(values).values():
+                out.add_value(v, 1)
+        for doc in {r.get("doc_id") for r in recs}:
+            seconds = [
+                float(r["latency_s"]) for r in recs if r.get("doc_id") == doc and "latency_s" in r
+            ]
+            for v in percentiles(seconds).values():
+                out.add_value(v, 1)
+    for a in runs:
+        for b in runs:
+            if a is not b:
+                pair_figures(a, b, out)
+
+
+def pair_figures(a: Run, b: Run, out: Figures) -> None:
+    """A − B over the questions both hold. A bootstrap CI depends on the order of the values,
+    and the scripts pair in file order or in question-id order: both are taken."""
+    in_file = [q for q in a.rows if q in b.rows]
+    keys = sorted(in_file)
+    if len(keys) < 2:
+        return
+    try:
+        sa = [headline_of(a.rows[q]) for q in keys]
+        sb = [headline_of(b.rows[q]) for q in keys]
+    except StopIteration:
+        return
+    for order in (keys, in_file):
+        xa = [headline_of(a.rows[q]) for q in order]
+        xb = [headline_of(b.rows[q]) for q in order]
+        d = paired_points(xa, xb)
+        for v in (d["mean"], d["low"], d["high"]):
+            out.add_value(v, 1, signed=True)
+        out.add_ci([x - y for x, y in zip(xa, xb, strict=True)], 3, signed=True)
+    diff = [x - y for x, y in zip(sa, sb, strict=True)]
+    for doc in {a.rows[q].get("doc_id") for q in keys}:
+        mine = [x for q, x in zip(keys, diff, strict=True) if a.rows[q].get("doc_id") == doc]
+        out.add_value(100 * statistics.mean(mine), 1, signed=True)
+    mb = statistics.mean(sb)
+    if mb:
+        out.add_value(statistics.mean(sa) / mb, 2)
+    for name in ("tokens_in", "llm_calls"):
+        ta = [float(a.rows[q].get(name) or 0) for q in keys]
+        tb = [float(b.rows[q].get(name) or 0) for q in keys]
+        if statistics.median(tb):
+            out.add_value(statistics.median(ta) / statistics.median(tb), 1)
+        if statistics.mean(tb):
+            out.add_value(statistics.mean(ta) / statistics.mean(tb), 1)
+
+
+RANKER_FIELDS = ("hit1", "rr", "win", "holds")
+
+
+def ranker_figures(rows: Sequence[Mapping[str, Any]], out: Figures) -> None:
+    """Per ranker: hit@1, MRR, the two windows and *holds* with CIs, ranking time, the share of
+    questions with gold among the candidates; the paired difference of each pair, in points."""
+    names = [k for k, v in rows[0].items() if isinstance(v, dict) and "hit1" in v]
+    for name in names:
+        for key in RANKER_FIELDS:
+            out.add_ci([float(r[name][key]) for r in rows], 3)
+        ms = [float(r[name]["ms"]) for r in rows]
+        for v in percentiles(ms).values():
+            out.add_value(v, 0, 1)
+        gold = statistics.mean(float(r[name]["rank"] is not None) for r in rows)
+        out.add_value(gold, 2, 3)
+        out.add_value(100 * gold, 1)
+    for a in names:
+        for b in names:
+            if a != b:
+                for key in RANKER_FIELDS:
+                    d = paired_points([r[a][key] for r in rows], [r[b][key] for r in rows])
+                    for v in (d["mean"], d["low"], d["high"]):
+                        out.add_value(v, 1, signed=True)
+
+
+def misses_figures(rows: Sequence[Mapping[str, Any]], out: Figures) -> None:
+    """The share of each bucket, and of questions a session summary answers, with CIs."""
+    for name in sorted({r["bucket"] for r in rows}):
+        out.add_ci([float(r["bucket"] == name) for r in rows], 2)
+    out.add_ci([float(bool(r.get("summary"))) for r in rows], 2)
+
+
+def reading_runs(rows: Sequence[Mapping[str, Any]]) -> list[Run]:
+    """The runs of reading rows, one a reading, scored as eval records are."""
+    return [
+        Run(
+            name,
+            {r["qid"]: {"metrics": {"f1": r["score"]}, **r} for r in rows if r["reading"] == name},
+        )
+        for name in dict.fromkeys(r["reading"] for r in rows)
+    ]
+
+
+def readings_figures(rows: Sequence[Mapping[str, Any]], out: Figures) -> None:
+    runs = reading_runs(rows)
+    for run in runs:
+        out.add_value(statistics.mean(float(r.get("holds", 0)) for r in run.rows.values()), 3)
+    eval_figures(runs, out)
+
+
+def runs_of(source: Path) -> list[Run]:
+    """Every run under `source` that pairs with another: eval runs and readings."""
+    runs = eval_runs(source)
+    for file in files_of(source):
+        rows = rows_of(file)
+        if rows and kind_of(rows[0]) == "readings":
+            runs += reading_runs(rows)
+    return runs
+
+
+@functools.cache
+def _figures(source: str) -> frozenset[str]:
+    path = REPO / source
+    if not path.exists():
+        raise FileNotFoundError(f"{source}: no such file or folder under {REPO}")
+    out = Figures()
+    eval_figures(eval_runs(path), out)
+    for file in files_of(path):
+        rows = rows_of(file)
+        kind = kind_of(rows[0]) if rows else "other"
+        if kind == "ranker":
+            ranker_figures(rows, out)
+        elif kind == "misses":
+            misses_figures(rows, out)
+        elif kind == "readings":
+            readings_figures(rows, out)
+    return frozenset(out)
+
+
+def figures(sources: Iterable[str]) -> set[str]:
+    """Every figure the committed files at `sources` give (paths from the repository root;
+    paired differences are taken between runs of the same source only: name a folder, or
+    list both files, to pair two runs)."""
+    sources = [s.strip().rstrip("/") for s in sources if s.strip()]
+    out: set[str] = set()
+    for s in sources:
+        out |= _figures(s)
+    if len(sources) > 1:  # pairs across the sources
+        runs = [run for s in sources for run in runs_of(REPO / s)]
+        across = Figures()
+        for a in runs:
+            for b in runs:
+                if a is not b:
+                    pair_figures(a, b, across)
+        out |= across
+    return out
+
+
+# ---- the marks in a page -----------------------------------------------------------------
+
+MARK = re.compile(r"^<!--\s*(from|recorded|settings|generated|end generated):\s*(.*?)\s*-->\s*$")
+"""A source mark: ``from: PATHS``, ``recorded: DATE; COMMAND; WHY``, ``settings: WHAT`` (the
+numbers are a method's parameters, not measurements), ``generated: NAME`` ... ``end
+generated: NAME``."""
+HEADING = re.compile(r"^(#{1,6})\s")
+FIGURE = re.compile(r"(?<![\w.\-])[-+−]?\d+\.\d+(?![\w.]?\d|[A-Za-z_])%?")
+"""A decimal number with its sign and percent sign, if any: 0.408, +1.2, −3.4, 98.1%; not a
+version (2.13.0, Apache-2.0), a name (Qwen2.5, 1.5B) or a number inside a word."""
+CODE = re.compile(r"`[^`]*`")
+LINK_TARGET = re.compile(r"\]\([^)]*\)")
+REQUIREMENT = re.compile(r"(?:≥|>=|≤|<=)\s*$")
+"""What comes right before a threshold (``F1 ≥ 0.25``, ``Python ≥ 3.11``): not a figure."""
+
+
+@dataclass
+class Block:
+    """The lines a mark covers."""
+
+    kind: str
+    """from, recorded, settings, generated, or none (no mark)."""
+    value: str
+    line: int
+    """1-based line of the mark (0: none)."""
+    figures: list[tuple[int, str]] = field(default_factory=list)
+    """(1-based line, figure) of every figure in it."""
+
+
+def page_figures(line: str) -> list[str]:
+    """The figures of one line of prose: code spans, link targets and requirements
+    (``≥ 3.11``) left out."""
+    text = LINK_TARGET.sub("]", CODE.sub("", line))
+    return [m.group(0) for m in FIGURE.finditer(text) if not REQUIREMENT.search(text[: m.start()])]
+
+
+def blocks(lines: Sequence[str]) -> list[Block]:
+    """A page cut at its marks. A mark right under a heading covers that heading's section,
+    subsections included; any other ``from``, ``recorded`` or ``settings`` mark covers the
+    text up to the next heading. Either ends at the next mark; ``generated`` ends at its ``end generated``
+    line. Fenced blocks and HTML comments hold no figures."""
+    out = [Block("none", "", 0)]
+    level = 0  # the level of the heading above
+    scope = 0  # where the current mark ends: a heading of this level or higher (0: any)
+    under_heading = False
+    inside = False
+    for i, line in enumerate(lines, 1):
+        if line.startswith("```"):
+            inside = not inside
+            continue
+        if inside:
+            continue
+        if out[-1].kind == "generated":
+            if (m := MARK.match(line)) and m.group(1) == "end generated":
+                out.append(Block("none", "", i))
+            continue
+        if heading := HEADING.match(line):
+            level = len(heading.group(1))
+            if out[-1].kind != "none" and (scope == 0 or level <= scope):
+                out.append(Block("none", "", i))
+            under_heading = True
+            continue
+        if m := MARK.match(line):
+            out.append(Block(m.group(1), m.group(2), i))
+            scope = level if under_heading else 0
+            under_heading = False
+            continue
+        if not line.strip():
+            continue
+        under_heading = False
+        if line.lstrip().startswith("<!--"):
+            continue
+        out[-1].figures += [(i, f) for f in page_figures(line)]
+    return out
+
+
+def recorded_parts(value: str) -> list[str]:
+    """A recorded mark's date, command and reason (``DATE; COMMAND; WHY``)."""
+    return [p.strip() for p in value.split(";", 2)]
+
+
+def problems(page: Path) -> list[str]:
+    """Every figure of `page` that a mark does not account for, and every malformed mark."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    name = page.relative_to(REPO) if page.is_relative_to(REPO) else page
+    out = []
+    for block in blocks(lines):
+        where = f"{name}:{block.line}"
+        if block.kind == "recorded":
+            parts = recorded_parts(block.value)
+            if len(parts) < 3 or not re.match(r"\d{4}-\d{2}-\d{2}", parts[0]) or not all(parts):
+                out.append(f"{where}: a recorded mark needs 'DATE; COMMAND; WHY'")
+        elif block.kind == "from":
+            try:
+                known_figures = figures(block.value.split(","))
+            except FileNotFoundError as exc:
+                out.append(f"{where}: {exc}")
+                continue
+            out += [
+                f"{name}:{i}: {f} is not a figure of {block.value}"
+                for i, f in block.figures
+                if not known(f, known_figures)
+            ]
+        elif block.kind == "none":
+            out += [
+                f"{name}:{i}: {f} has no source (from, recorded or generated)"
+                for i, f in block.figures
+            ]
+    return out
+
+
+# ---- the headline ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Source:
+    """A preset's per-question results for the headline: a results file or folder."""
+
+    path: str
+    preset: str
+
+
+@dataclass(frozen=True)
+class Row:
+    """One dataset's line of the headline: its label, metric, and where each reader's results
+    are (today's default once a rerun exists, else the older runs)."""
+
+    label: str
+    short: str
+    dataset: str
+    metric: str
+    naive: Source
+    mindscape: Source
+    ceiling: Source | None = None
+    current: bool = False
+    """Whether `mindscape` ran with today's default settings."""
+
+
+STALE = "before the tie rule and `chunk_mode` `auto`"
+FTQA_V2 = "docs/results/local/fairytaleqa-test-sample60-v2"
+QUALITY_V2 = "docs/results/local/quality_leval-test-sample40-v2"
+
+
+def headline_rows() -> list[Row]:
+    """The headline's datasets, read from the reruns with today's default when they are
+    committed (FTQA_V2, QUALITY_V2), else from the older runs, labelled as such."""
+    rows = []
+    if (REPO / FTQA_V2 / "results.jsonl").exists():
+        ftqa = {p: Source(f"{FTQA_V2}/results.jsonl", p) for p in ("naive", "mindscape")}
+        ceiling = Source(f"{FTQA_V2}/ceiling.jsonl", "ceiling")
+        current = True
+    else:
+        ftqa = {
+            p: Source(f"docs/results/ranker/local/fairytaleqa-test60-{p}-learned.jsonl", p)
+            for p in ("naive", "mindscape")
+        }
+        ceiling = Source("docs/results/local/fairytaleqa-test-sample60/ceiling.jsonl", "ceiling")
+        current = False
+    if not (REPO / ceiling.path).exists():
+        ceiling = Source("docs/results/local/fairytaleqa-test-sample60/ceiling.jsonl", "ceiling")
+    rows.append(
+        Row(
+            "FairytaleQA test, 60 random questions (seed 24)",
+            "FairytaleQA test (60 random questions)",
+            "fairytaleqa",
+            "F1",
+            ftqa["naive"],
+            ftqa["mindscape"],
+            ceiling,
+            current,
+        )
+    )
+    rows.append(
+        Row(
+            "NarrativeQA test, 60 questions of 5 books",
+            "Novels (NarrativeQA test, 60 questions of 5 books)",
+            "narrativeqa_lit",
+            "F1",
+            Source("docs/results/novels/test", "naive"),
+            Source("docs/results/novels/test-dense-tie", "mindscape"),
+            None,
+            True,
+        )
+    )
+    if (REPO / QUALITY_V2 / "results.jsonl").exists():
+        q = {p: Source(f"{QUALITY_V2}/results.jsonl", p) for p in ("naive", "mindscape")}
+        current = True
+    else:
+        path = "docs/results/ranker/local/quality_leval-test40-naive-mindscape-fused.jsonl"
+        q = {p: Source(path, p) for p in ("naive", "mindscape")}
+        current = False
+    rows.append(
+        Row(
+            "QuALITY test, 40 random questions (seed 24)",
+            "QuALITY test (40 questions, multiple choice)",
+            "quality_leval",
+            "accuracy",
+            q["naive"],
+            q["mindscape"],
+            None,
+            current,
+        )
+    )
+    return rows
+
+
+def records(source: Source) -> dict[str, dict[str, Any]]:
+    path = REPO / source.path
+    out: dict[str, dict[str, Any]] = {}
+    for file in files_of(path):
+        out.update({r["qid"]: r for r in rows_of(file) if r.get("preset") == source.preset})
+    return out
+
+
+def same_path(a: str | None, b: str) -> bool:
+    if not a:
+        return False
+    pa = Path(a) if Path(a).is_absolute() else REPO / a
+    pb = REPO / b
+    return (
+        pa.resolve() in (pb.resolve(), pb.parent.resolve())
+        if pb.suffix
+        else pa.resolve() == pb.resolve()
+    )
+
+
+def log_lines() -> list[dict[str, Any]]:
+    path = REPO / "docs" / "results" / "test-runs.jsonl"
+    return rows_of(path) if path.exists() else []
+
+
+def run_line(source: Source, dataset: str) -> tuple[int, dict[str, Any]] | None:
+    """The test-run log's line of the run that wrote `source` (its output folder or file)."""
+    for i, line in enumerate(log_lines()):
+        figures = line.get("figures") or {}
+        if (
+            line.get("dataset") == dataset
+            and source.preset in figures
+            and same_path(line.get("out"), source.path)
+        ):
+            return i, line
+    return None
+
+
+def after_reading(source: Source, dataset: str) -> bool:
+    """Whether the log holds a reading of this test set's rows before the run (its figure
+    was chosen after reading test rows of this set); for a run the log does not hold, any
+    reading of the set's rows for its preset."""
+    found = run_line(source, dataset)
+    i = found[0] if found is not None else len(log_lines())
+    return any(
+        line.get("read_test_rows")
+        and line.get("dataset") == dataset
+        and source.preset in (line.get("presets") or [source.preset])
+        for line in log_lines()[:i]
+    )
+
+
+def run_date(source: Source, dataset: str) -> str:
+    """The run's date: from the test-run log, else the commit that added its file."""
+    found = run_line(source, dataset)
+    if found is not None:
+        return str(found[1]["date"])
+    path = REPO / source.path
+    target = files_of(path)[0] if path.exists() else path
+    done = subprocess.run(
+        ["git", "log", "--diff-filter=A", "--format=%ad", "--date=short", "--", str(target)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    dates = done.stdout.split()
+    return dates[-1] if dates else "not committed"
+
+
+def signed(v: float) -> str:
+    text = f"{v:+.1f}".replace("-", "−")
+    return "0.0" if text in ("+0.0", "−0.0") else text
+
+
+@dataclass
+class Figure:
+    """One dataset's headline figures."""
+
+    row: Row
+    naive: float
+    mindscape: float
+    diff: dict[str, float]
+    tokens: tuple[float, float]
+    seconds: tuple[float, float]
+    dates: tuple[str, str]
+    marked: bool
+    ceiling: tuple[float, float, float] | None = None
+    """The gold-evidence reader's mean, input tokens p50 and seconds p50."""
+    ceiling_date: str = ""
+    commands: tuple[str, ...] = ()
+    """The commands of its runs, from the test-run log."""
+
+
+def p50(recs: Mapping[str, Mapping[str, Any]], keys: Sequence[str], name: str) -> float:
+    """The median of a record field over `keys`."""
+    return float(statistics.median(float(recs[q].get(name) or 0) for q in keys))
+
+
+def headline() -> list[Figure]:
+    """The headline's figures, from the committed files :func:`headline_rows` names."""
+    out = []
+    for row in headline_rows():
+        a, b = records(row.mindscape), records(row.naive)
+        keys = sorted(q for q in a if q in b)
+        sa = [headline_of(a[q]) for q in keys]
+        sb = [headline_of(b[q]) for q in keys]
+
+        ceiling = None
+        ceiling_date = ""
+        if row.ceiling is not None and (REPO / row.ceiling.path).exists():
+            c = records(row.ceiling)
+            ck = [q for q in keys if q in c]
+            ceiling = (
+                statistics.mean(headline_of(c[q]) for q in ck),
+                float(statistics.median(float(c[q].get("tokens_in") or 0) for q in ck)),
+                float(statistics.median(float(c[q].get("latency_s") or 0) for q in ck)),
+            )
+            ceiling_date = run_date(row.ceiling, row.dataset)
+        sources = [row.naive, row.mindscape] + ([row.ceiling] if ceiling is not None else [])
+        commands = [run_line(src, row.dataset) for src in sources]
+        out.append(
+            Figure(
+                row=row,
+                naive=statistics.mean(sb),
+                mindscape=statistics.mean(sa),
+                diff=paired_points(sa, sb),
+                tokens=(p50(b, keys, "tokens_in"), p50(a, keys, "tokens_in")),
+                seconds=(p50(b, keys, "latency_s"), p50(a, keys, "latency_s")),
+                dates=(run_date(row.naive, row.dataset), run_date(row.mindscape, row.dataset)),
+                marked=after_reading(row.mindscape, row.dataset),
+                ceiling=ceiling,
+                ceiling_date=ceiling_date,
+                commands=tuple(
+                    dict.fromkeys(c[1]["command"] for c in commands if c and c[1].get("command"))
+                ),
+            )
+        )
+    return out
+
+
+def _dates(dates: tuple[str, str]) -> str:
+    return dates[0] if dates[0] == dates[1] else f"{dates[0]} / {dates[1]}"
+
+
+def _files(row: Row) -> str:
+    paths = dict.fromkeys(s.path for s in (row.naive, row.mindscape))
+    return ", ".join(f"`{p}`" for p in paths)
+
+
+def headline_table(figs: Sequence[Figure]) -> str:
+    """The headline table of docs/results.md."""
+    lines = [
+        "| data | `naive` | `mindscape` | mindscape − naive (points, paired) | input tokens p50 | "
+        "seconds p50 | `mindscape` settings | date | per-question results |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for f in figs:
+        mark = DAGGER if f.marked else ""
+        d = f.diff
+        settings = "today's default" if f.row.current else STALE
+        lines.append(
+            f"| {f.row.label}, {f.row.metric} | {f.naive:.3f} | {f.mindscape:.3f}{mark} | "
+            f"{signed(d['mean'])}{mark} [{signed(d['low'])}, {signed(d['high'])}] "
+            f"({d['better']} better, {d['worse']} worse) | {f.tokens[0]:.0f} / {f.tokens[1]:.0f} | "
+            f"{f.seconds[0]:.1f} / {f.seconds[1]:.1f} | {settings} | {_dates(f.dates)} | {_files(f.row)} |"
+        )
+        if f.ceiling is not None and f.row.ceiling is not None:
+            c = f.ceiling
+            lines.append(
+                f"| the same questions, the reader given the gold evidence, {f.row.metric} | {c[0]:.3f} "
+                f"| | | {c[1]:.0f} | {c[2]:.1f} | | {f.ceiling_date} | `{f.row.ceiling.path}` |"
+            )
+    lines.append("")
+    stale = [f.row.short.split(" (")[0] for f in figs if not f.row.current]
+    if stale:
+        lines += [
+            f"{' and '.join(stale)}: measured {STALE}, not yet rerun with today's default.",
+            "",
+        ]
+    lines.append("The runs, as the test-run log records them:")
+    lines.append("")
+    for f in figs:
+        for c in f.commands:
+            lines.append(f"- {f.row.short.split(' (')[0]}: `{c}`")
+    if any(f.marked for f in figs):
+        lines += ["", LEGEND + " ([below](#figures-chosen-after-reading-test-rows))."]
+    return "\n".join(lines)
+
+
+def status_lines(figs: Sequence[Figure]) -> str:
+    """README.md's status lines: one per dataset, its figures and whether they are today's
+    default's."""
+    out = []
+    for f in figs:
+        mark = DAGGER if f.marked else ""
+        when = "today's default" if f.row.current else f"measured {STALE}"
+        gold = ""
+        if f.ceiling is not None:
+            gold = f", {f.ceiling[0]:.3f} for the same model reading the gold evidence"
+        d = f.diff
+        line = (
+            f"- {f.row.short}, {when}: {f.row.metric} {f.naive:.3f} for `naive`, "
+            f"{f.mindscape:.3f}{mark} for `mindscape`{gold}; paired "
+            f"{signed(d['mean'])}{mark} [{signed(d['low'])}, {signed(d['high'])}] points."
+        )
+        out.append(textwrap.fill(line, width=96, subsequent_indent="  ", break_on_hyphens=False))
+    if any(f.marked for f in figs):
+        out.append(f"- {LEGEND}.")
+    return "\n".join(out)
+
+
+GENERATED = {"headline": headline_table, "status": status_lines}
+"""The blocks the generator writes, by name."""
+
+
+def fill(text: str, figs: Sequence[Figure] | None = None) -> str:
+    """`text` with every generated block (``<!-- generated: NAME ... -->`` up to
+    ``<!-- end generated: NAME -->``) rewritten from the committed files."""
+    figs = headline() if figs is None else figs
+    pattern = re.compile(
+        r"(<!--\s*generated:\s*(\w+)[^\n]*-->\n)(.*?)(<!--\s*end generated:\s*\2\s*-->)", re.S
+    )
+
+    def replace(m: re.Match[str]) -> str:
+        body = GENERATED[m.group(2)](figs)
+        lines = m.group(3).splitlines()
+        keep = [x for x in lines if x.startswith("<!-- readme-test:")]  # the docs test's marker
+        return m.group(1) + "".join(k + "\n" for k in keep) + body + "\n" + m.group(4)
+
+    return pattern.sub(replace, text)
+
+
+def main() -> None:
+    sources = sys.argv[1:]
+    if not sources:
+        sys.exit(__doc__)
+    for f in sorted(figures(sources), key=lambda x: (len(x), x)):
+        print(f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""Every figure of README.md and docs/results.md has a source.
+
+A figure is a decimal number (0.408, +1.2, −3.4, 98.1%: each bound of a CI too) outside code
+spans, fenced blocks and HTML comments; a threshold after ≥ or ≤ is not one. It is accounted
+for by the mark that covers it (benchmarks/committed_figures.py):
+
+* ``<!-- from: PATHS -->``: it is one of the figures the per-question results committed at
+  PATHS give (a mean, a CI bound, a paired difference, a cost, per book or in all). This checks
+  that the figure is one the files give, not that it is the one the sentence means;
+* ``<!-- generated: NAME -->``: the block is what `make_results.py --figures` writes now;
+* ``<!-- recorded: DATE; COMMAND; WHY -->``: a recorded measurement, with the three parts.
+
+Any other figure fails, with its page and line.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import committed_figures as cf  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+PAGES = [REPO / "README.md", REPO / "docs" / "results.md", REPO / "docs" / "retrieval.md"]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_figure_has_a_source(page: Path) -> None:
+    problems = cf.problems(page)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("page", PAGES[:2], ids=lambda p: p.name)
+def test_generated_blocks_are_what_the_committed_results_give(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    assert "<!-- generated:" in text
+    assert cf.fill(text) == text, (
+        f"{page.name}: a generated block is stale: python benchmarks/make_results.py --figures"
+    )
+
+
+def page(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "page.md"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_figure_without_a_mark_fails_and_code_and_thresholds_are_not_figures(
+    tmp_path: Path,
+) -> None:
+    text = "# T\n\nF1 0.408, `weight 0.3`, F1 ≥ 0.25, Python ≥ 3.11, Qwen2.5, 2.13.0.\n"
+    assert [p.split(": ", 1)[1] for p in cf.problems(page(tmp_path, text))] == [
+        "0.408 has no source (from, recorded or generated)"
+    ]
+
+
+def test_a_recorded_mark_needs_its_date_command_and_reason(tmp_path: Path) -> None:
+    good = "# T\n\n<!-- recorded: 2026-12-04; make demo; no per-question file -->\n29.5 s\n"
+    assert cf.problems(page(tmp_path, good)) == []
+    bad = "# T\n\n<!-- recorded: make demo -->\n29.5 s\n"
+    assert "needs 'DATE; COMMAND; WHY'" in cf.problems(page(tmp_path, bad))[0]
+
+
+def test_a_from_mark_checks_each_figure_against_the_files(tmp_path: Path) -> None:
+    src = "docs/results/novels/test"
+    ok = f"# T\n\n<!-- from: {src} -->\nnaive 0.232, mindscape 0.207, −2.5 [−12.8, +7.7].\n"
+    assert cf.problems(page(tmp_path, ok)) == []
+    wrong = f"# T\n\n<!-- from: {src} -->\nnaive 0.233, mindscape 0.207, +42.0.\n"
+    found = [p.split(": ", 1)[1] for p in cf.problems(page(tmp_path, wrong))]
+    assert found == [f"0.233 is not a figure of {src}", f"+42.0 is not a figure of {src}"]
+
+
+def test_a_mark_under_a_heading_covers_its_subsections_and_one_elsewhere_its_paragraphs(
+    tmp_path: Path,
+) -> None:
+    mark = "<!-- recorded: 2026-12-04; cmd; why -->"
+    under = f"## A\n\n{mark}\n\n0.5\n\n### B\n\n0.6\n\n## C\n\n0.7\n"
+    assert [p.split(": ")[1][:3] for p in cf.problems(page(tmp_path, under))] == ["0.7"]
+    inside = f"## A\n\nText.\n\n{mark}\n0.5\n\n### B\n\n0.6\n"
+    assert [p.split(": ")[1][:3] for p in cf.problems(page(tmp_path, inside))] == ["0.6"]
+
+
+def copy_results(tmp_path: Path, *parts: str) -> Path:
+    for part in parts:
+        src, dst = REPO / part, tmp_path / part
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if src.is_dir() else shutil.copyfile)(src, dst)
+    return tmp_path
+
+
+def write_run(folder: Path, rows: list[dict]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_the_headline_reads_today_s_reruns_once_they_are_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before the reruns, FairytaleQA and QuALITY are labelled as measured before the tie rule
+    and chunk_mode auto; with them, they are today's default, from the new folders."""
+    copy_results(
+        tmp_path,
+        "docs/results/novels/test",
+        "docs/results/novels/test-dense-tie",
+        "docs/results/test-runs.jsonl",
+        "docs/results/ranker/local",
+        "docs/results/local/fairytaleqa-test-sample60/ceiling.jsonl",
+    )
+    monkeypatch.setattr(cf, "REPO", tmp_path)
+    before = cf.headline_table(cf.headline())
+    assert before.count(cf.STALE) == 3  # two rows and the sentence under the table
+    qids = [f"q{n}" for n in range(4)]
+
+    def rows(metric: str, naive: list[float], mindscape: list[float]) -> list[dict]:
+        return [
+            {"preset": p, "qid": q, "metrics": {metric: v}, "tokens_in": 500, "latency_s": 9.0}
+            for p, values in (("naive", naive), ("mindscape", mindscape))
+            for q, v in zip(qids, values, strict=True)
+        ]
+
+    ftqa = tmp_path / cf.FTQA_V2
+    write_run(ftqa, rows("f1", [0.5, 0.5, 0.0, 1.0], [1.0, 0.5, 0.5, 1.0]))
+    (ftqa / "ceiling.jsonl").write_text(
+        "".join(
+            json.dumps({"preset": "ceiling", "qid": q, "metrics": {"f1": 1.0}}) + "\n" for q in qids
+        )
+    )
+    write_run(tmp_path / cf.QUALITY_V2, rows("accuracy", [1, 0, 0, 1], [1, 1, 0, 1]))
+    figs = cf.headline()
+    assert all(f.row.current for f in figs)
+    table = cf.headline_table(figs)
+    assert cf.STALE not in table and f"`{cf.FTQA_V2}/results.jsonl`" in table
+    ftqa_fig, _, quality = figs
+    assert (ftqa_fig.naive, ftqa_fig.mindscape, ftqa_fig.ceiling[0]) == (0.5, 0.75, 1.0)
+    assert not ftqa_fig.marked  # no FairytaleQA test rows were read for a change
+    assert quality.marked  # QuALITY's loop fixes came from its test rows
+    status = " ".join(cf.status_lines(figs).split())
+    assert "0.500 for `naive`, 0.750 for `mindscape`, 1.000 for the same model" in status
+    assert "today's default" in status and "before the tie rule" not in status
