@@ -10,7 +10,7 @@ export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install model embedder-gemma ranker router demo ui ui-build browser test check test-unit lint lock bench clean
+.PHONY: install model embedder-gemma ranker router verifier demo ui ui-build browser test check test-unit lint lock bench clean
 
 install: $(STAMP)
 
@@ -65,6 +65,19 @@ ranker: $(STAMP)
 # (model card there); this retrains it from the FairytaleQA train questions in seconds.
 router: $(STAMP)
 	$(PY) benchmarks/train_layer_router.py --train $(TRAIN) --bench $(BENCH) --out src/mindscape/data/router
+
+# The answer verifier ships in src/mindscape/data/verifier (model card there). This has the
+# local model answer FairytaleQA train questions, reading a gold section or another section
+# of the same story with the shipped reader and its samples (resumable: a rerun goes on where
+# it stopped; about 16 s a question on 2 cores, VERIFIER_QUESTIONS of them in a random
+# order), then fits the verifier and prints its AUROC on the dev readings.
+VERIFIER_QUESTIONS ?= 400
+verifier: model
+	$(PY) benchmarks/reader_bench.py --bench $(TRAIN) --train $(TRAIN) --dataset fairytaleqa \
+		--split train --sample $(VERIFIER_QUESTIONS) --seed 1 --shuffle --variants demos \
+		--evidence gold,other --samples 3 --out runs/verifier/train
+	$(PY) benchmarks/train_verifier.py --readings runs/verifier/train/readings.jsonl \
+		--dev docs/results/reader/fairytaleqa-dev60/readings.jsonl --out src/mindscape/data/verifier
 
 demo: model
 	$(VENV)/bin/mindscape demo

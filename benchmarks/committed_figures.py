@@ -99,6 +99,8 @@ def kind_of(row: Mapping[str, Any]) -> str:
     """What a file's rows are, from its first row."""
     if "preset" in row and "metrics" in row:
         return "eval"
+    if "variant" in row and "evidence" in row and "f1" in row:
+        return "reader"
     if "bucket" in row:
         return "misses"
     if "reading" in row and "score" in row:
@@ -297,13 +299,36 @@ def readings_figures(rows: Sequence[Mapping[str, Any]], out: Figures) -> None:
     eval_figures(runs, out)
 
 
+def reader_runs(rows: list[dict[str, Any]]) -> list[Run]:
+    """``reader_bench.py``'s readings as eval-like runs, one per (variant, evidence): token
+    F1 and its samples' consensus as metrics, the answer's input tokens and seconds, and the
+    reader's token probability (``certainty``) beside each answer."""
+    from mindscape.llm.logprobs import mean_probability
+
+    runs: dict[str, Run] = {}
+    for r in rows:
+        name = f"{r['variant']}/{r['evidence']}"
+        runs.setdefault(name, Run(name)).rows[r["qid"]] = {
+            "qid": r["qid"],
+            "metrics": {"f1": r["f1"], "consensus_f1": r.get("consensus_f1", r["f1"])},
+            "tokens_in": r["tokens_in"],
+            "latency_s": r["seconds"],
+            "certainty": mean_probability(r.get("logprobs") or []),
+        }
+    return list(runs.values())
+
+
 def runs_of(source: Path) -> list[Run]:
-    """Every run under `source` that pairs with another: eval runs and readings."""
+    """Every run under `source` that pairs with another: eval runs, readings and the
+    reader benchmark's readings."""
     runs = eval_runs(source)
     for file in files_of(source):
         rows = rows_of(file)
-        if rows and kind_of(rows[0]) == "readings":
+        kind = kind_of(rows[0]) if rows else "other"
+        if kind == "readings":
             runs += reading_runs(rows)
+        elif kind == "reader":
+            runs += reader_runs(rows)
     return runs
 
 
@@ -323,6 +348,8 @@ def _figures(source: str) -> frozenset[str]:
             misses_figures(rows, out)
         elif kind == "readings":
             readings_figures(rows, out)
+        elif kind == "reader":
+            eval_figures(reader_runs(rows), out)
     return frozenset(out)
 
 

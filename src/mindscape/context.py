@@ -25,6 +25,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "region_doc_weight": (0, 1),
     "alpha": (0, 1),
     "max_probes": (0, 3),
+    "reader_samples": (0, 8),
 }
 """The numeric fields with bounds (both included); None passes."""
 
@@ -266,6 +267,29 @@ class Context:
             "of its two best windows: never, when the layer router (trained on FairytaleQA "
             "train) says an open question needs it, or always (presets with the episodic "
             "layer only). Off: no dev run has shown either to help."
+        ),
+    )
+    reader: Literal["demos", "plain"] = field(
+        default="demos",
+        metadata=_d(
+            "How the local model is asked: the plain prompt after three worked examples from "
+            "FairytaleQA train in its system message (cached by llama.cpp: input tokens, not "
+            "seconds; FairytaleQA dev, gold evidence: +0.039 F1), or the plain prompt alone."
+        ),
+    )
+    verifier: bool = field(
+        default=False,
+        metadata=_d(
+            "A plain open answer's confidence is the answer verifier's P(right) (trained on "
+            "FairytaleQA train; data/verifier), which the loop refines on and picks the "
+            "round by; off: the reader's token probability."
+        ),
+    )
+    reader_samples: int = field(
+        default=3,
+        metadata=_d(
+            "With the verifier: answers sampled over the reader's cached prompt, whose "
+            "agreement with its answer the verifier reads (output tokens only)."
         ),
     )
     focus_windows: int = field(

@@ -313,6 +313,7 @@ class Deps:
         """The LLM reasoner of a resolved run: the chat model, the roles it plays, the
         extractive reasoner for the rest."""
         from mindscape.reasoners.llm import LLMReasoner
+        from mindscape.reasoners.verifier import load_verifier
 
         chat = self.get_chat()
         return LLMReasoner(
@@ -323,6 +324,9 @@ class Deps:
             passage_tokens=int(ctx.llm_passage_tokens or 0),
             roles=roles,
             option_scoring=ctx.mc_scoring == "logprob",
+            reader=ctx.reader,
+            verifier=load_verifier() if ctx.verifier and "answer" in roles else None,
+            samples=ctx.reader_samples,
             ranker=self.get_ranker(ctx) if "answer" in roles else None,
         )
 

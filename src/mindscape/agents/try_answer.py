@@ -163,8 +163,9 @@ def make_try_answer(deps: Deps) -> Node:
         attempt: Attempt = run.reasoner.answer(req, usage=usage)
         attempt["round"] = round_
         attempt.setdefault("read", [p["unit_id"] for p in req.passages])
-        attempt.setdefault("grounding", grounding_level(attempt))
-        if ctx.certainty and "certainty" in attempt:
+        if "grounding" not in attempt:
+            attempt["grounding"] = grounding_level(attempt)
+        if ctx.certainty and "certainty" in attempt and attempt["grounding"] != "verified":
             attempt["confidence"] = min(attempt["confidence"], attempt["certainty"])
         deps.usage.merge(usage)
         emit(

@@ -69,6 +69,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_context_option(p, "max_llm_calls", type=int)
     add_context_option(p, "evidence_ranker")
     add_context_option(p, "read_summaries")
+    add_context_option(p, "reader")
+    add_context_option(p, "verifier", action=argparse.BooleanOptionalAction)
     add_context_option(p, "chunk_mode")
     add_context_option(p, "query_rewrite", "--rewrite", action=argparse.BooleanOptionalAction)
     add_context_option(
@@ -149,7 +151,6 @@ def render_text(out: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def ordered_by(out: dict[str, Any]) -> str:
 def fallbacks_note(out: dict[str, Any]) -> str:
     """``" (1 LLM fallback: ...)"`` when a model reply stayed unusable and the extractive
     reasoner answered in its place, so the answer is not taken for the model's; else
@@ -160,6 +161,7 @@ def fallbacks_note(out: dict[str, Any]) -> str:
     return f" ({n} LLM fallback{'s' if n > 1 else ''}: the extractive reasoner stood in)"
 
 
+def ordered_by(out: dict[str, Any]) -> str:
     """``", ordered by the learned ranker"`` when the answer's round recorded its evidence
     ranker, else nothing."""
     step = answer_step(out)

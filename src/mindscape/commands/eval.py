@@ -81,6 +81,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index-only", action="store_true", help="build the stores, answer nothing")
     add_context_option(p, "evidence_ranker")
     add_context_option(p, "read_summaries")
+    add_context_option(p, "reader")
+    add_context_option(p, "verifier", action=argparse.BooleanOptionalAction)
     add_context_option(p, "chunk_mode")
 
 

@@ -218,15 +218,32 @@ class LLM:
         ``logprobs``; None when it returns none). A small reader's wrong answers are its unsure
         ones (docs/agent.md), so the refine loop reads this where the model does not say so."""
 
+        text, logprobs = self.complete_logprobs(
+            prompt, system=system, role=role, max_tokens=max_tokens
+        )
+        return text, mean_probability(logprobs)
+
+    def complete_logprobs(
+        self,
+        prompt: str,
+        *,
+        system: str | None = None,
+        role: str = "",
+        max_tokens: int | None = None,
+    ) -> tuple[str, list[float]]:
+        """Free text, as :meth:`complete`, with its output tokens' log-probabilities (empty
+        when the endpoint returns none): what :meth:`complete_scored` and the answer verifier
+        read."""
+
         def read(reply: Any) -> list[Any]:
             logprobs = [
                 float(t["logprob"]) for t in reply_logprobs(reply) if t.get("logprob") is not None
             ]
-            return [_text(reply), mean_probability(logprobs)]
+            return [_text(reply), logprobs]
 
         runnable = self._capped(self.chat.bind(logprobs=True, top_logprobs=1), max_tokens)
-        text, confidence = self._cached_call(prompt, system, role, "scored", runnable, read)
-        return str(text), confidence
+        text, logprobs = self._cached_call(prompt, system, role, "logprobs", runnable, read)
+        return str(text), [float(x) for x in logprobs]
 
     def first_token_logprobs(
         self, prompt: str, *, system: str | None = None, role: str = "", top: int = 20

@@ -89,3 +89,19 @@ PLAIN_CLAIM = (
     "Use only the passage. Reply TRUE if the statement is true of the story, FALSE if any "
     "part of it is false."
 )
+
+# ---- worked examples for the plain prompt (mindscape.reasoners.demos): in the system message,
+# so every question's prompt starts the same and llama.cpp reuses the cached prefix.
+
+DEMO_SYSTEM = """{system}
+
+Examples of questions answered from a passage, each with a short answer taken from the
+passage's own words:
+
+{demos}"""
+
+DEMO = """<passage>
+{passage}
+</passage>
+Question: {question}
+Answer: {answer}"""

@@ -88,6 +88,10 @@ def _related(word: str, vocabulary: set[str]) -> bool:
     return False
 
 
+related = _related
+"""Public name of the shared-prefix word match (the answer verifier uses it too)."""
+
+
 def source_passage(quote: str, passages: list[str]) -> str:
     """The passage ``quote`` was copied from (the best partial match), or "" without one."""
     scores = _match_scores(quote, passages)

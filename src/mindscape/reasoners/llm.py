@@ -22,9 +22,10 @@ from langchain_core.language_models import BaseChatModel
 
 from mindscape.answers import LETTERS
 from mindscape.llm import LLM, LLMOutputError, LLMSettings, TextCache, Usage
+from mindscape.llm.logprobs import mean_probability
 from mindscape.llm.retry import is_request_error
-from mindscape.prompts import answer as answer_prompt
 from mindscape.prompts import fuse as fuse_prompt
+from mindscape.prompts.answer import PLAIN_SYSTEM
 from mindscape.reasoners import focus
 from mindscape.reasoners.base import (
     LLM_ROLES,
@@ -36,6 +37,7 @@ from mindscape.reasoners.base import (
     UpdateRequest,
     UpdateResult,
 )
+from mindscape.reasoners.demos import demo_system, load_demos
 from mindscape.reasoners.layer_router import load_router
 from mindscape.reasoners.offline import OfflineReasoner
 from mindscape.reasoners.prompting import (
@@ -53,6 +55,7 @@ from mindscape.reasoners.replies import (
     block_cues,
     grounded_attempt,
     letter_choice,
+    parse_plain,
     plain_reply,
     refine_result,
     update_result,
@@ -67,10 +70,14 @@ from mindscape.reasoners.schemas import (
     JsonRole,
     Out,
 )
+from mindscape.reasoners.verifier import Reading, Verifier
 from mindscape.state import Attempt, EvidenceItem, EvidenceNote
 from mindscape.tokens import default_counter
 
 logger = logging.getLogger(__name__)
+
+SAMPLE_TEMPERATURE = 0.8
+"""The temperature of the answers sampled for the verifier's agreement feature."""
 
 
 class LLMReasoner:
@@ -94,6 +101,9 @@ class LLMReasoner:
         roles: list[str] | tuple[str, ...] = LLM_ROLES,
         option_scoring: bool = False,
         ranker: Ranker | None = None,
+        reader: str = "plain",
+        verifier: Verifier | None = None,
+        samples: int = 0,
     ) -> None:
         self.chat = chat
         self.roles = frozenset(roles)
@@ -109,6 +119,14 @@ class LLMReasoner:
         """Multiple choice with the plain prompt: pick the option whose letter the reply's
         first token most likely is (one output token, from the endpoint's log-probabilities)
         instead of reading the generated reply."""
+        self.plain_system = demo_system(load_demos()) if reader == "demos" else PLAIN_SYSTEM
+        """The plain prompt's system message: with ``reader="demos"``, worked examples after
+        it (:mod:`mindscape.reasoners.demos`)."""
+        self.verifier = verifier
+        """Gives a plain open answer its confidence, P(right) (:mod:`~.verifier`); without
+        it the confidence is the reader's token probability."""
+        self.samples = samples
+        """Answers sampled over the plain prompt for the verifier's agreement feature."""
         self.ranker = ranker or FusedRanker()
         """Orders the focused reader's candidate sentences of open questions (see
         :meth:`ranker_for`)."""
@@ -249,22 +267,60 @@ class LLMReasoner:
         scored = None
         certainty: float | None
         if self.option_scoring and req.task == "multiple-choice" and req.options:
-            top = llm.first_token_logprobs(prompt, system=answer_prompt.PLAIN_SYSTEM, role="answer")
+            top = llm.first_token_logprobs(prompt, system=self.plain_system, role="answer")
             scored = letter_choice(top, len(req.options))
+        logprobs: list[float] = []
         if scored is not None:
             reply, certainty = LETTERS[scored[0]], scored[1]
         else:
-            reply, certainty = llm.complete_scored(
-                prompt,
-                system=answer_prompt.PLAIN_SYSTEM,
-                role="answer",
-                max_tokens=PLAIN_MAX_TOKENS,
+            reply, logprobs = llm.complete_logprobs(
+                prompt, system=self.plain_system, role="answer", max_tokens=PLAIN_MAX_TOKENS
             )
+            certainty = mean_probability(logprobs)
         attempt = grounded_attempt(req, shown, plain_reply(reply, req, shown), reasoner=self.name)
         attempt["passages"] = [p["text"] for p in shown]
         if certainty is not None:
             attempt["certainty"] = certainty
+        if req.task == "open" and scored is None:
+            self._judge(attempt, req, shown, prompt, logprobs, llm)
         return attempt
+
+    def _judge(
+        self,
+        attempt: Attempt,
+        req: AnswerRequest,
+        shown: list[EvidenceItem],
+        prompt: str,
+        logprobs: list[float],
+        llm: LLM,
+    ) -> None:
+        """A plain open answer's confidence, from signals that can fail: the verifier's
+        P(right) when there is one, else the reader's token probability (else, from an
+        endpoint that sends none, the lexical checks' level, still "unchecked"). Its quote is only
+        the passage sentence nearest the answer (:func:`~.replies.plain_reply`), not the
+        model's own, so the quote checks of :mod:`~.grounding` would pass by construction;
+        they do not set it."""
+        if self.verifier is None:  # without token probabilities: the lexical checks' level
+            attempt["confidence"] = attempt.get("certainty", attempt["confidence"])
+            attempt["grounding"] = "unchecked"
+            return
+        drawn = [
+            parse_plain(
+                llm.sampled(temperature=SAMPLE_TEMPERATURE, seed=k + 1).complete(
+                    prompt, system=self.plain_system, role="answer", max_tokens=PLAIN_MAX_TOKENS
+                )
+            )[0]
+            for k in range(self.samples)
+        ]
+        reading = Reading(
+            question=req.question,
+            answer=attempt["answer"],
+            passage=" ".join(p["text"] for p in shown),
+            logprobs=tuple(logprobs),
+            samples=tuple(drawn),
+        )
+        attempt["confidence"] = self.verifier.probability(reading)
+        attempt["grounding"] = "verified"
 
     def refine(self, req: RefineRequest, *, usage: Usage) -> RefineResult:
         if "probe" not in self.roles:
