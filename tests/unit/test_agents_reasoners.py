@@ -411,3 +411,19 @@ def test_a_request_may_widen_the_prompt_window() -> None:
     )
     assert len(narrow["read"]) == 3 and len(wide["read"]) == 5
     assert wide["read"][:3] == narrow["read"]  # the wider window reads the same ones first
+
+
+def test_a_refused_request_is_counted_as_a_fallback() -> None:
+    import httpx
+    import openai
+
+    refused = openai.BadRequestError(
+        "prompt over the context size",
+        response=httpx.Response(400, request=httpx.Request("POST", "http://127.0.0.1/v1")),
+        body=None,
+    )
+    r, _ = llm(refused)
+    u = Usage()
+    a = r.answer(AnswerRequest("Where did Tobin hide the gold?", "open", passages=items()), usage=u)
+    assert a["reasoner"] == "llm->offline" and "cave" in a["answer"]
+    assert u.total("unusable") == 1  # shown as an LLM fallback in reports and ask's output

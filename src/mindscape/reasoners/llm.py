@@ -177,6 +177,8 @@ class LLMReasoner:
             # a refused request: e.g. a prompt over the endpoint's context size
             if not isinstance(exc, LLMOutputError) and not is_request_error(exc):
                 raise
+            if not isinstance(exc, LLMOutputError):  # refused: a fallback all the same
+                usage.add(role.name, unusable=1)
             logger.warning("%s: unusable model output; %s", role.name, role.instead)
             return None
         finally:
