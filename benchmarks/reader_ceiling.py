@@ -8,7 +8,7 @@ answers the same fixed random sample of questions that
     mindscape eval --bench ../shared/bench --dataset fairytaleqa --split test --sample 60 \
         --seed 24 --preset naive,mindscape --llm local --out docs/results/local/fairytaleqa-test-sample60
 
-answered, with the same reader and the same plain prompt, but reading the question's gold
+answered, with the same reader and the same prompt (the default Context's ``reader``), but reading the question's gold
 evidence (FairytaleQA's annotated sections) instead of what retrieval found. Its answers go to
 ``OUT/ceiling.jsonl`` (a rerun skips what is done). Then it prints, per preset of
 ``OUT/results.jsonl`` and for the ceiling: token F1 with a 95% bootstrap interval, the share
@@ -74,6 +74,7 @@ def reader() -> Any:
         settings=deps.settings(),
         passage_tokens=int(run.llm_passage_tokens or 0),
         roles=["answer"],
+        reader=run.reader,
     )
 
 
