@@ -386,6 +386,9 @@ CODE = re.compile(r"`[^`]*`")
 LINK_TARGET = re.compile(r"\]\([^)]*\)")
 REQUIREMENT = re.compile(r"(?:≥|>=|≤|<=)\s*$")
 """What comes right before a threshold (``F1 ≥ 0.25``, ``Python ≥ 3.11``): not a figure."""
+VERSION = re.compile(r"\bversions?\s*$", re.IGNORECASE)
+"""What comes right before a two-part version (``Ray version 2.60``, ``below version 5.24``):
+not a figure. A version of three parts (``2.13.0``) is not one by its form."""
 
 
 @dataclass
@@ -402,10 +405,14 @@ class Block:
 
 
 def page_figures(line: str) -> list[str]:
-    """The figures of one line of prose: code spans, link targets and requirements
-    (``≥ 3.11``) left out."""
+    """The figures of one line of prose: code spans, link targets, requirements (``≥ 3.11``)
+    and versions (``version 2.60``) left out."""
     text = LINK_TARGET.sub("]", CODE.sub("", line))
-    return [m.group(0) for m in FIGURE.finditer(text) if not REQUIREMENT.search(text[: m.start()])]
+    return [
+        m.group(0)
+        for m in FIGURE.finditer(text)
+        if not REQUIREMENT.search(before := text[: m.start()]) and not VERSION.search(before)
+    ]
 
 
 def blocks(lines: Sequence[str]) -> list[Block]:

@@ -31,7 +31,7 @@ BudgetName = Literal["rounds", "llm_calls", "tokens"]
 """A budget that can run out: ``Context.max_rounds``, ``max_llm_calls``, the token budget."""
 
 Grounding = Literal[
-    "grounded", "quoted", "ungrounded", "insufficient", "extractive", "verified", "unchecked"
+    "grounded", "quoted", "ungrounded", "insufficient", "extractive", "verified", "lexical"
 ]
 """How an answer attempt is tied to the passages it read. An LLM answer's level comes from
 the checks of :mod:`mindscape.reasoners.grounding`: grounded (the quote is in a passage and
@@ -39,8 +39,10 @@ carries the answer), quoted (the quote is in a passage, the answer is not tied t
 quote is not about the question), ungrounded (the quote is not in the passages),
 insufficient (the model says the passages do not settle it). An extractive answer is a
 passage's own words: extractive. A small local reader's plain answer copies no quote of its
-own, so those checks cannot judge it: its confidence is the answer verifier's P(right)
-(verified) or, without a verifier, the reader's token probability (unchecked)."""
+own, so the quote check cannot fail for it: its confidence is the answer verifier's
+P(right) (verified) or, without a verifier, the level of the checks that can fail (the
+answer's words in the sentence nearest it, that sentence's passage about the question),
+capped at the reader's token probability (lexical)."""
 
 
 DECISIONS: tuple[Decision, ...] = get_args(Decision)

@@ -1,16 +1,19 @@
-"""Every figure of README.md and docs/results.md has a source.
+"""Every figure of README.md and of the docs/ pages in PAGES has a source.
 
-A figure is a decimal number (0.408, +1.2, −3.4, 98.1%: each bound of a CI too) outside code
-spans, fenced blocks and HTML comments; a threshold after ≥ or ≤ is not one. It is accounted
-for by the mark that covers it (benchmarks/committed_figures.py):
+A figure is a decimal number (0.408, +1.2, −3.4, 98.1%, 1.1 GB: each bound of a CI too)
+outside code spans, fenced blocks and HTML comments; a threshold after ≥ or ≤ is not one, nor
+a version after the word "version" (``Ray version 2.60``). It is accounted for by the mark
+that covers it (benchmarks/committed_figures.py):
 
 * ``<!-- from: PATHS -->``: it is one of the figures the per-question results committed at
   PATHS give (a mean, a CI bound, a paired difference, a cost, per book or in all). This checks
   that the figure is one the files give, not that it is the one the sentence means;
 * ``<!-- generated: NAME -->``: the block is what `make_results.py --figures` writes now;
-* ``<!-- recorded: DATE; COMMAND; WHY -->``: a recorded measurement, with the three parts.
+* ``<!-- recorded: DATE; COMMAND; WHY -->``: a recorded measurement, with the three parts;
+* ``<!-- settings: WHAT -->``: the numbers are a method's parameters (a temperature, a weight),
+  not measurements.
 
-Any other figure fails, with its page and line.
+Any other figure fails, with its page and line. docs/agent.md is not covered yet.
 """
 
 from __future__ import annotations
@@ -27,7 +30,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import committed_figures as cf  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-PAGES = [REPO / "README.md", REPO / "docs" / "results.md", REPO / "docs" / "retrieval.md"]
+PAGES = [
+    REPO / "README.md",
+    *(
+        REPO / "docs" / f"{name}.md"
+        for name in (
+            "results",
+            "retrieval",
+            "mom",
+            "evaluation",
+            "usage",
+            "install",
+            "development",
+            "glossary",
+            "code",
+        )
+    ),
+]
+"""README.md and docs/results.md first: the two pages with generated blocks."""
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
@@ -58,6 +78,18 @@ def test_a_figure_without_a_mark_fails_and_code_and_thresholds_are_not_figures(
     assert [p.split(": ", 1)[1] for p in cf.problems(page(tmp_path, text))] == [
         "0.408 has no source (from, recorded or generated)"
     ]
+
+
+def test_a_version_after_the_word_version_and_numbers_under_a_settings_mark_are_not_figures(
+    tmp_path: Path,
+) -> None:
+    text = "# T\n\nRay version 2.60, below version 5.24; Ray 2.60 is 0.5.\n"
+    assert [p.split(": ", 1)[1] for p in cf.problems(page(tmp_path, text))] == [
+        "2.60 has no source (from, recorded or generated)",
+        "0.5 has no source (from, recorded or generated)",
+    ]
+    settings = "# T\n\n<!-- settings: the method's parameters -->\ntemperature 0.7, top-p 0.9\n"
+    assert cf.problems(page(tmp_path, settings)) == []
 
 
 def test_a_recorded_mark_needs_its_date_command_and_reason(tmp_path: Path) -> None:

@@ -136,11 +136,14 @@ def test_a_plain_answer_takes_the_verifiers_probability_and_draws_its_samples() 
     assert a["certainty"] == pytest.approx(2.718281828 ** (-0.4 / 3), rel=1e-6)
 
 
-def test_without_a_verifier_the_confidence_is_the_readers_token_probability() -> None:
-    # the quote is the passage sentence nearest the answer, so the quote checks cannot fail:
-    # they must not make a wrong answer look "grounded"
-    chat = ScriptedChatModel(responses=[reply("The step-mother", [-0.05, -0.05])])
+def test_without_a_verifier_a_plain_answer_is_not_called_grounded() -> None:
+    # the quote is the passage sentence nearest the answer, so the quote check cannot fail:
+    # the attempt's level says "lexical", never "grounded"
+    chat = ScriptedChatModel(responses=[reply("two white pigeons", [-0.05, -0.05, -0.05])])
     a = reasoner(chat).plain_answer(AnswerRequest(QUESTION, "open"), shown(), Usage())
-    assert a["grounding"] == "unchecked"
-    assert a["confidence"] == pytest.approx(a["certainty"])
+    assert a["grounding"] == "lexical" and a["confidence"] == 0.9  # words found: capped later
     assert len(chat.prompts) == 1
+    # the checks that remain can fail: an answer whose words are not in the passage
+    chat = ScriptedChatModel(responses=[reply("a kind fairy", [-0.05, -0.05, -0.05])])
+    a = reasoner(chat).plain_answer(AnswerRequest(QUESTION, "open"), shown(), Usage())
+    assert "grounding" not in a and a["confidence"] < 0.5  # try_answer names its level

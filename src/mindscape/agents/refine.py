@@ -48,9 +48,11 @@ from mindscape.state import (
 
 NO_ANSWER = "not enough evidence"
 
-QUOTE_FOUND: frozenset[Grounding] = frozenset({"grounded", "quoted", "extractive"})
+QUOTE_FOUND: frozenset[Grounding] = frozenset(
+    {"grounded", "quoted", "extractive", "lexical", "verified"}
+)
 """The grounding levels of an answer whose quote is in the passages (an extractive answer
-is a passage's own words)."""
+is a passage's own words; a plain answer's nearest sentence, lexical or verified, is one)."""
 
 
 @dataclass

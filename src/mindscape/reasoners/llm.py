@@ -26,7 +26,7 @@ from mindscape.llm.logprobs import mean_probability
 from mindscape.llm.retry import is_request_error
 from mindscape.prompts import fuse as fuse_prompt
 from mindscape.prompts.answer import PLAIN_SYSTEM
-from mindscape.reasoners import focus
+from mindscape.reasoners import focus, grounding
 from mindscape.reasoners.base import (
     LLM_ROLES,
     AnswerRequest,
@@ -296,15 +296,16 @@ class LLMReasoner:
         logprobs: list[float],
         llm: LLM,
     ) -> None:
-        """A plain open answer's confidence, from signals that can fail: the verifier's
-        P(right) when there is one, else the reader's token probability (else, from an
-        endpoint that sends none, the lexical checks' level, still "unchecked"). Its quote is only
-        the passage sentence nearest the answer (:func:`~.replies.plain_reply`), not the
-        model's own, so the quote checks of :mod:`~.grounding` would pass by construction;
-        they do not set it."""
-        if self.verifier is None:  # without token probabilities: the lexical checks' level
-            attempt["confidence"] = attempt.get("certainty", attempt["confidence"])
-            attempt["grounding"] = "unchecked"
+        """A plain open answer's confidence. Its quote is only the passage sentence nearest
+        the answer (:func:`~.replies.plain_reply`), not the model's own, so "the quote is in
+        the passages" holds by construction and the attempt is not called grounded. With a
+        verifier the confidence is its P(right) (grounding ``verified``); without one it
+        stays the level of the checks that can fail, the answer's words in that sentence and
+        the sentence's passage about the question, which `try_answer` caps at the reader's
+        token probability (grounding ``lexical``)."""
+        if self.verifier is None:
+            if attempt["confidence"] >= grounding.QUOTED:  # not "grounded": see above
+                attempt["grounding"] = "lexical"
             return
         drawn = [
             parse_plain(
