@@ -66,17 +66,18 @@ ranker: $(STAMP)
 router: $(STAMP)
 	$(PY) benchmarks/train_layer_router.py --train $(TRAIN) --bench $(BENCH) --out src/mindscape/data/router
 
-# The answer verifier ships in src/mindscape/data/verifier (model card there). This has the
-# local model answer FairytaleQA train questions, reading a gold section or another section
-# of the same story with the shipped reader and its samples (resumable: a rerun goes on where
-# it stopped; about 16 s a question on 2 cores, VERIFIER_QUESTIONS of them in a random
-# order), then fits the verifier and prints its AUROC on the dev readings.
+# The answer verifier: this has the local model answer FairytaleQA train questions, reading a
+# gold section or another section of the same story with the shipped reader and its samples,
+# into docs/results/reader/verifier-train/ (committed, so the readings outlive a work tree; a
+# rerun goes on where it stopped; about 16 s a question on 2 idle cores, VERIFIER_QUESTIONS
+# of them in a random order), then fits the verifier into src/mindscape/data/verifier and
+# prints its AUROC on the dev readings.
 VERIFIER_QUESTIONS ?= 400
 verifier: model
 	$(PY) benchmarks/reader_bench.py --bench $(TRAIN) --train $(TRAIN) --dataset fairytaleqa \
 		--split train --sample $(VERIFIER_QUESTIONS) --seed 1 --shuffle --variants demos \
-		--evidence gold,other --samples 3 --out runs/verifier/train
-	$(PY) benchmarks/train_verifier.py --readings runs/verifier/train/readings.jsonl \
+		--evidence gold,other --samples 3 --out docs/results/reader/verifier-train
+	$(PY) benchmarks/train_verifier.py --readings docs/results/reader/verifier-train/readings.jsonl \
 		--dev docs/results/reader/fairytaleqa-dev60/readings.jsonl --out src/mindscape/data/verifier
 
 demo: model
