@@ -101,8 +101,9 @@ def main() -> None:
     print(f"train: {len(rows)} readings of {stories} stories, {y.mean():.3f} good")
     print("grouped 5-fold CV AUROC by C: " + ", ".join(f"{c}: {cv[c]:.3f}" for c in CS))
     figures: dict[str, Any] = {"train_cv_auroc": cv[best], "C": best}
-    for path in args.dev:
-        dev = read_records(Path(path))
+    variants = {r.get("variant") for r in rows}
+    for path in args.dev:  # the dev readings of the reader it was trained on
+        dev = [r for r in read_records(Path(path)) if r.get("variant") in variants]
         _, dy = matrix(dev, names)
         p = np.array([verifier.probability(reading(r)) for r in dev])
         cert = np.array([mean_probability(r["logprobs"]) or 0.0 for r in dev])
