@@ -16,7 +16,9 @@ A path is a file or a folder of JSON-lines files. Each file is read by what its 
   (one file a book) are also read as one run;
 * ranker rows (``evidence_ranking.py``'s questions.jsonl): one run per ranker;
 * novel-miss rows (``novel_misses.py``'s questions.jsonl): the share of each bucket;
-* reading rows (``reading_windows.py``'s readings.jsonl): one run per reading.
+* reading rows (``reading_windows.py``'s readings.jsonl): one run per reading;
+* answer rows (``answer_confidence.py``'s answers.jsonl): one run per reading, with the
+  AUROC of the ``top2`` answer's confidence and the rule that reads on when it is unsure.
 """
 
 from __future__ import annotations
@@ -105,6 +107,8 @@ def kind_of(row: Mapping[str, Any]) -> str:
         return "misses"
     if "reading" in row and "score" in row:
         return "readings"
+    if isinstance(row.get("top2"), dict) and "logprobs" in row["top2"]:
+        return "confidence"
     if any(isinstance(v, dict) and "hit1" in v for v in row.values()):
         return "ranker"
     return "other"
@@ -293,10 +297,77 @@ def reading_runs(rows: Sequence[Mapping[str, Any]]) -> list[Run]:
 
 
 def readings_figures(rows: Sequence[Mapping[str, Any]], out: Figures) -> None:
+    """Per reading: the share that holds an answer, and its mean score where it holds one and
+    where it does not; then the eval figures of the readings as runs."""
     runs = reading_runs(rows)
     for run in runs:
         out.add_value(statistics.mean(float(r.get("holds", 0)) for r in run.rows.values()), 3)
+        for held in (True, False):
+            scores = [float(r["score"]) for r in run.rows.values() if bool(r.get("holds")) is held]
+            out.add_value(statistics.mean(scores) if scores else None, 3)
     eval_figures(runs, out)
+
+
+CONFIDENCE_FLOOR = 0.5
+"""answer_confidence.py's default ``--floor``: below it the rule reads the next windows too."""
+
+
+def answer_confidence(reading: Mapping[str, Any]) -> float:
+    """An answer's confidence as answer_confidence.py takes it: its tokens' geometric-mean
+    probability (0 for an empty answer)."""
+    from mindscape.llm.logprobs import mean_probability
+
+    return mean_probability(reading.get("logprobs") or []) or 0.0
+
+
+def confidence_runs(rows: Sequence[Mapping[str, Any]]) -> list[Run]:
+    """``answer_confidence.py``'s answers as runs, one per reading (``top2``, ``next2``),
+    scored as reading rows are. A question with no ``next2`` reading (too few windows) counts
+    its ``top2`` answer there, as the script does."""
+    names = [k for k, v in rows[0].items() if isinstance(v, dict) and "logprobs" in v]
+    return [
+        Run(
+            name,
+            {
+                r["qid"]: {
+                    "qid": r["qid"],
+                    "metrics": {"f1": r.get(name, r["top2"])["score"]},
+                    "tokens_in": r.get(name, r["top2"]).get("tokens_in"),
+                }
+                for r in rows
+            },
+        )
+        for name in names
+    ]
+
+
+def confidence_figures(rows: Sequence[Mapping[str, Any]], out: Figures) -> None:
+    """What answer_confidence.py reports: each reading's score, their per-question maximum (the
+    oracle), the AUROC of the ``top2`` confidence for a good answer (score ≥ 0.5), and the rule
+    "below CONFIDENCE_FLOOR, read ``next2`` as well and keep the more confident answer" against
+    ``top2`` alone, with the share of questions that ask twice."""
+    from sklearn.metrics import roc_auc_score
+
+    eval_figures(confidence_runs(rows), out)
+    top2 = [float(r["top2"]["score"]) for r in rows]
+    next2 = [float(r.get("next2", r["top2"])["score"]) for r in rows]
+    out.add_ci([max(a, b) for a, b in zip(top2, next2, strict=True)], 3)
+    good = [s >= 0.5 for s in top2]
+    if 0 < sum(good) < len(good):
+        conf = [answer_confidence(r["top2"]) for r in rows]
+        out.add_value(float(roc_auc_score(good, conf)), 3)
+    picked, asked = [], 0
+    for r in rows:
+        first, second = r["top2"], r.get("next2")
+        if second is None or answer_confidence(first) >= CONFIDENCE_FLOOR:
+            picked.append(float(first["score"]))
+            continue
+        asked += 1
+        better = answer_confidence(second) > answer_confidence(first)
+        picked.append(float((second if better else first)["score"]))
+    out.add_value(statistics.mean(picked), 3)
+    out.add_ci([p - s for p, s in zip(picked, top2, strict=True)], 3, signed=True)
+    out.add_value(asked / len(rows), 2)
 
 
 def reader_runs(rows: list[dict[str, Any]]) -> list[Run]:
@@ -329,6 +400,8 @@ def runs_of(source: Path) -> list[Run]:
             runs += reading_runs(rows)
         elif kind == "reader":
             runs += reader_runs(rows)
+        elif kind == "confidence":
+            runs += confidence_runs(rows)
     return runs
 
 
@@ -350,6 +423,8 @@ def _figures(source: str) -> frozenset[str]:
             readings_figures(rows, out)
         elif kind == "reader":
             eval_figures(reader_runs(rows), out)
+        elif kind == "confidence":
+            confidence_figures(rows, out)
     return frozenset(out)
 
 

@@ -118,6 +118,16 @@ def test_a_mark_under_a_heading_covers_its_subsections_and_one_elsewhere_its_par
     assert [p.split(": ")[1][:3] for p in cf.problems(page(tmp_path, inside))] == ["0.6"]
 
 
+def test_answer_confidence_and_reading_rows_give_what_their_scripts_report() -> None:
+    """answer_confidence.py's answers give its summary.txt's figures (the AUROC, the reading on
+    when unsure, paired); reading_windows.py's readings give each reading's score where it
+    holds an answer and where it does not."""
+    confidence = cf.figures(["docs/results/local/answer-confidence-fairytaleqa-dev60"])
+    assert {"0.794", "0.195", "0.461", "0.382", "0.550", "+0.016", "-0.001", "+0.050"} <= confidence
+    readings = cf.figures(["docs/results/local/reading-windows-fairytaleqa-dev60"])
+    assert {"0.519", "0.141", "0.532", "0.151"} <= readings
+
+
 def copy_results(tmp_path: Path, *parts: str) -> Path:
     for part in parts:
         src, dst = REPO / part, tmp_path / part
