@@ -13,7 +13,7 @@ that covers it (benchmarks/committed_figures.py):
 * ``<!-- settings: WHAT -->``: the numbers are a method's parameters (a temperature, a weight),
   not measurements.
 
-Any other figure fails, with its page and line. docs/agent.md is not covered yet.
+Any other figure fails, with its page and line.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ PAGES = [
             "development",
             "glossary",
             "code",
+            "agent",
         )
     ),
 ]
