@@ -75,7 +75,7 @@ router: $(STAMP)
 VERIFIER_QUESTIONS ?= 400
 verifier: model
 	$(PY) benchmarks/reader_bench.py --bench $(TRAIN) --train $(TRAIN) --dataset fairytaleqa \
-		--split train --sample $(VERIFIER_QUESTIONS) --seed 1 --shuffle --variants demos \
+		--split train --sample $(VERIFIER_QUESTIONS) --seed 1 --shuffle --variants plain \
 		--evidence gold,other --samples 3 --out docs/results/reader/verifier-train
 	$(PY) benchmarks/train_verifier.py --readings docs/results/reader/verifier-train/readings.jsonl \
 		--dev docs/results/reader/fairytaleqa-dev60/readings.jsonl --out src/mindscape/data/verifier

@@ -75,12 +75,19 @@ def main() -> None:
     ap.add_argument("--readings", required=True, help="train readings (reader_bench.py)")
     ap.add_argument("--dev", nargs="*", default=[], help="dev readings to report AUROC on")
     ap.add_argument("--out", default="src/mindscape/data/verifier")
+    ap.add_argument(
+        "--variant",
+        default="plain",
+        help="the reader variant whose answers it learns (the default reader's)",
+    )
     args = ap.parse_args()
 
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-    rows = read_records(Path(args.readings))
+    rows = [r for r in read_records(Path(args.readings)) if r.get("variant") == args.variant]
+    if not rows:
+        raise SystemExit(f"no {args.variant} readings in {args.readings}")
     names = list(features(reading(rows[0])))
     x, y = matrix(rows, names)
     groups = [r["qid"].rsplit("-q", 1)[0] for r in rows]
