@@ -14,13 +14,19 @@ read and in what the final answer read, judged as in failure_analysis.py (Fairyt
 spans exactly; the gold answer's words elsewhere), with the rounds and input tokens.
 
 A variant is a preset, optionally with Context fields: `preset:field=value;field=value`
-(values parsed as JSON, else kept as text). The last line is one JSON object.
+(values parsed as JSON, else kept as text). The last line is one JSON object. With
+`--out FILE`, one JSON line per (variant, question) is written to FILE as well: `variant`,
+`qid`, `doc_id`, `present_first`, `present_final` (the verdicts above), `present_last` (the
+verdict on what the last round's answer read: the final answer can be an earlier round's, as
+on a tie, which an always-unsure stand-in makes of every round), `rounds`, `answer_round` and
+`tokens_in`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from common import bench_questions, log, log_test_run
@@ -88,10 +94,12 @@ def main() -> None:
     ap.add_argument("--per-doc", type=int, default=None)
     ap.add_argument("--stores", default=".mindscape/bench-stores")
     ap.add_argument("--variants", default="naive,mindscape", help="comma-separated variants")
+    ap.add_argument("--out", default=None, help="write one JSON line per (variant, question)")
     args = ap.parse_args()
     questions, settings = bench_questions(args, limit=args.limit, per_doc=args.per_doc)
     deps = Deps(chat=UnsureChat(), llm_settings=LLMSettings(backend="local", structured="off"))
     summary: dict[str, Any] = {"dataset": args.dataset, "split": args.split, "n": len(questions)}
+    per_question: list[dict[str, Any]] = []
     print(f"{'variant':58} {'first':>6} {'final':>6} {'rounds':>6} {'tok_in':>7}")
     for variant in args.variants.split(","):
         preset, fields = parse_variant(variant)
@@ -110,6 +118,22 @@ def main() -> None:
             final.append(verdict(q, evidence_units(store, read_final), spans) == "present")
             rounds.append(out.get("rounds", 0))
             tokens.append(out.get("tokens_in", 0))
+            per_question.append(
+                {
+                    "variant": variant,
+                    "qid": q.qid,
+                    "doc_id": q.doc_id,
+                    "present_first": first[-1],
+                    "present_final": final[-1],
+                    "present_last": verdict(
+                        q, evidence_units(store, by_round.get(max(by_round, default=0), [])), spans
+                    )
+                    == "present",
+                    "rounds": rounds[-1],
+                    "answer_round": out.get("answer_round", 0),
+                    "tokens_in": tokens[-1],
+                }
+            )
         row = {
             "first": sum(first) / len(first),
             "final": sum(final) / len(final),
@@ -122,6 +146,11 @@ def main() -> None:
         print(
             f"{variant:58} {row['first']:6.3f} {row['final']:6.3f} {row['rounds']:6.2f} "
             f"{row['tokens_in']:7.0f}"
+        )
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(
+            "".join(json.dumps(r) + "\n" for r in per_question), encoding="utf-8"
         )
     n = len(questions)
     log_test_run(args, {v: ("final", summary[v]["final"], n) for v in args.variants.split(",")})

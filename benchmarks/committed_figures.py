@@ -18,7 +18,9 @@ A path is a file or a folder of JSON-lines files. Each file is read by what its 
 * novel-miss rows (``novel_misses.py``'s questions.jsonl): the share of each bucket;
 * reading rows (``reading_windows.py``'s readings.jsonl): one run per reading;
 * answer rows (``answer_confidence.py``'s answers.jsonl): one run per reading, with the
-  AUROC of the ``top2`` answer's confidence and the rule that reads on when it is unsure.
+  AUROC of the ``top2`` answer's confidence and the rule that reads on when it is unsure;
+* evidence rows (``answer_evidence.py --out``): one run per (file, variant), scored by
+  whether the gold answer is in what the final answer read (``present_final``).
 """
 
 from __future__ import annotations
@@ -43,8 +45,9 @@ from mindscape.eval.metrics import bootstrap_ci
 REPO = Path(__file__).resolve().parents[1]
 RESAMPLES = (1000, 2000)
 """The bootstrap sizes the project's scripts use (the report's 1000, the paired helpers' 2000)."""
-HEADLINES = ("accuracy", "claim_correct", "f1")
-"""A record's headline metric: the first of these it has (as paired_runs.py reads it)."""
+HEADLINES = ("accuracy", "claim_correct", "f1", "present_final")
+"""A record's headline metric: the first of these it has (as paired_runs.py reads it; an
+evidence row's is ``present_final``)."""
 DAGGER = "†"
 LEGEND = "† chosen after reading test rows of this set"
 
@@ -103,6 +106,8 @@ def kind_of(row: Mapping[str, Any]) -> str:
         return "eval"
     if "variant" in row and "evidence" in row and "f1" in row:
         return "reader"
+    if "variant" in row and "present_final" in row:
+        return "evidence"
     if "bucket" in row:
         return "misses"
     if "reading" in row and "score" in row:
@@ -389,10 +394,38 @@ def reader_runs(rows: list[dict[str, Any]]) -> list[Run]:
     return list(runs.values())
 
 
+def evidence_runs(source: Path) -> list[Run]:
+    """``answer_evidence.py``'s rows under `source` as eval-like runs, one per (file,
+    variant): whether the gold answer is in what the final answer read (the headline), in
+    round 1's read and in the last round's read, as metrics (0 or 1), with the input tokens."""
+    runs: list[Run] = []
+    for path in files_of(source):
+        rows = rows_of(path)
+        if not rows or kind_of(rows[0]) != "evidence":
+            continue
+        for variant in dict.fromkeys(r["variant"] for r in rows):
+            run = Run(f"{path.name}:{variant}")
+            for r in rows:
+                if r["variant"] == variant:
+                    run.rows[r["qid"]] = {
+                        "qid": r["qid"],
+                        "doc_id": r.get("doc_id"),
+                        "metrics": {
+                            k: float(r[k])
+                            for k in ("present_final", "present_first", "present_last")
+                            if k in r
+                        },
+                        "rounds": r.get("rounds"),
+                        "tokens_in": r.get("tokens_in"),
+                    }
+            runs.append(run)
+    return runs
+
+
 def runs_of(source: Path) -> list[Run]:
-    """Every run under `source` that pairs with another: eval runs, readings and the
-    reader benchmark's readings."""
-    runs = eval_runs(source)
+    """Every run under `source` that pairs with another: eval runs, readings, the reader
+    benchmark's readings and answer_evidence.py's variants."""
+    runs = eval_runs(source) + evidence_runs(source)
     for file in files_of(source):
         rows = rows_of(file)
         kind = kind_of(rows[0]) if rows else "other"
@@ -412,6 +445,7 @@ def _figures(source: str) -> frozenset[str]:
         raise FileNotFoundError(f"{source}: no such file or folder under {REPO}")
     out = Figures()
     eval_figures(eval_runs(path), out)
+    eval_figures(evidence_runs(path), out)
     for file in files_of(path):
         rows = rows_of(file)
         kind = kind_of(rows[0]) if rows else "other"
