@@ -19,6 +19,7 @@ from functools import cache
 from pathlib import Path
 
 from mindscape import prompts
+from mindscape.errors import MindscapeError
 from mindscape.prompts import answer as answer_prompt
 
 DEMOS_FILE = Path(__file__).resolve().parent.parent / "data" / "reader" / "demos.json"
@@ -44,7 +45,7 @@ def load_demos(path: Path = DEMOS_FILE) -> tuple[Demo, ...]:
             Demo(r["passage"], r["question"], r["answer"], r.get("qtype", "")) for r in rows
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise RuntimeError(
+        raise MindscapeError(
             f"the reader's worked examples cannot be read from {path} ({exc}); "
             "run `python benchmarks/make_demos.py` to write them"
         ) from exc

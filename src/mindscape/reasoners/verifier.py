@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from mindscape.errors import MindscapeError
 from mindscape.reasoners.grounding import related
 from mindscape.reasoners.text import content_words, wh_word
 
@@ -135,7 +136,7 @@ class Verifier:
         )
 
 
-class VerifierError(RuntimeError):
+class VerifierError(MindscapeError):
     """The shipped verifier cannot be loaded (missing, damaged, or not the file its manifest
     names)."""
 
