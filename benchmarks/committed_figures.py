@@ -377,10 +377,7 @@ def confidence_figures(rows: Sequence[Mapping[str, Any]], out: Figures) -> None:
 
 def reader_runs(rows: list[dict[str, Any]]) -> list[Run]:
     """``reader_bench.py``'s readings as eval-like runs, one per (variant, evidence): token
-    F1 and its samples' consensus as metrics, the answer's input tokens and seconds, and the
-    reader's token probability (``certainty``) beside each answer."""
-    from mindscape.llm.logprobs import mean_probability
-
+    F1 and its samples' consensus as metrics, the answer's input tokens and seconds."""
     runs: dict[str, Run] = {}
     for r in rows:
         name = f"{r['variant']}/{r['evidence']}"
@@ -389,7 +386,6 @@ def reader_runs(rows: list[dict[str, Any]]) -> list[Run]:
             "metrics": {"f1": r["f1"], "consensus_f1": r.get("consensus_f1", r["f1"])},
             "tokens_in": r["tokens_in"],
             "latency_s": r["seconds"],
-            "certainty": mean_probability(r.get("logprobs") or []),
         }
     return list(runs.values())
 

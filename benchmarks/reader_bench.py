@@ -36,6 +36,7 @@ from typing import Any
 
 from common import log, log_test_run, sample_parser
 from make_demos import demo_for
+from reader_ceiling import as_passages, gold_passages
 
 from mindscape.eval.bench import load_questions
 from mindscape.eval.metrics import bootstrap_ci, token_f1
@@ -44,6 +45,7 @@ from mindscape.llm import LLM, LLMSettings, Usage
 from mindscape.prompts import answer as answer_prompt
 from mindscape.reasoners.base import AnswerRequest
 from mindscape.reasoners.demos import Demo, demo_system, load_demos
+from mindscape.reasoners.llm import sample_replies
 from mindscape.reasoners.prompting import render_plain
 from mindscape.reasoners.schemas import PLAIN_MAX_TOKENS
 from mindscape.state import EvidenceItem
@@ -76,24 +78,14 @@ def typed_demos(train: str, k: int = 3) -> dict[str, list[Demo]]:
 def passages_for(q: Any, evidence: str, docs: dict[str, Any]) -> list[EvidenceItem]:
     """The gold sections of `q`, or one section of its story that holds none of them."""
     if evidence == "gold":
-        spans = sorted(q.evidence or [], key=lambda e: e["char_start"])
-        texts = [e["text"] for e in spans]
-    else:
-        gold = {e["section_id"] for e in q.evidence or []}
-        doc = docs[q.doc_id]
-        others = [s for s in doc.meta.get("sections", []) if str(s["section_id"]) not in gold]
-        if not others:
-            return []
-        s = random.Random(q.qid).choice(others)
-        texts = [doc.text[s["char_start"] : s["char_end"]]]
-    return [
-        EvidenceItem(
-            unit_id=f"{q.doc_id}:{evidence}{n}", layer="veridical", doc_id=q.doc_id,
-            chunk_ids=[], text=t, score=1.0, score_query=0.0, score_signature=0.0,
-            tokens=0, round=1, probe=q.question,
-        )
-        for n, t in enumerate(texts)
-    ]  # fmt: skip
+        return gold_passages(q)
+    gold = {e["section_id"] for e in q.evidence or []}
+    doc = docs[q.doc_id]
+    others = [s for s in doc.meta.get("sections", []) if str(s["section_id"]) not in gold]
+    if not others:
+        return []
+    s = random.Random(q.qid).choice(others)
+    return as_passages(q, [doc.text[s["char_start"] : s["char_end"]]], "other")
 
 
 def read_one(llm: LLM, system: str, prompt: str, samples: int) -> dict[str, Any]:
@@ -104,12 +96,7 @@ def read_one(llm: LLM, system: str, prompt: str, samples: int) -> dict[str, Any]
     )
     greedy_s = time.perf_counter() - t0
     greedy_in, greedy_out = usage.tokens_in, usage.tokens_out
-    drawn = [
-        llm.sampled(temperature=0.8, seed=k + 1).complete(
-            prompt, system=system, role="answer", max_tokens=PLAIN_MAX_TOKENS
-        )
-        for k in range(samples)
-    ]
+    drawn = sample_replies(llm, prompt, system, samples)
     return {
         "reply": text,
         "logprobs": [round(x, 4) for x in logprobs],
@@ -182,13 +169,10 @@ def run(args: Any, questions: list[Any], path: Path) -> None:
 
 
 def auroc(scores: list[float], labels: list[bool]) -> float | None:
-    """Area under the ROC curve (ties count half); None without both classes."""
-    pos = [s for s, y in zip(scores, labels, strict=True) if y]
-    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
-    if not pos or not neg:
-        return None
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return wins / (len(pos) * len(neg))
+    """Area under the ROC curve (scikit-learn's); None without both classes."""
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(labels, scores)) if 0 < sum(labels) < len(labels) else None
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:

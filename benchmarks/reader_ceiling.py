@@ -34,16 +34,15 @@ from mindscape.reasoners.base import AnswerRequest
 from mindscape.state import EvidenceItem
 
 
-def gold_passages(q: Any) -> list[EvidenceItem]:
-    """The question's gold evidence as evidence items, in story order."""
-    spans = sorted(q.evidence or [], key=lambda e: e["char_start"])
+def as_passages(q: Any, texts: list[str], tag: str) -> list[EvidenceItem]:
+    """Texts of `q`'s story as evidence items for the reader (ids ``doc:TAGn``)."""
     return [
         EvidenceItem(
-            unit_id=f"{q.doc_id}:gold{n}",
+            unit_id=f"{q.doc_id}:{tag}{n}",
             layer="veridical",
             doc_id=q.doc_id,
             chunk_ids=[],
-            text=e["text"],
+            text=text,
             score=1.0,
             score_query=0.0,
             score_signature=0.0,
@@ -51,8 +50,14 @@ def gold_passages(q: Any) -> list[EvidenceItem]:
             round=1,
             probe=q.question,
         )
-        for n, e in enumerate(spans)
+        for n, text in enumerate(texts)
     ]
+
+
+def gold_passages(q: Any) -> list[EvidenceItem]:
+    """The question's gold evidence as evidence items, in story order."""
+    spans = sorted(q.evidence or [], key=lambda e: e["char_start"])
+    return as_passages(q, [e["text"] for e in spans], "gold")
 
 
 def reader() -> Any:

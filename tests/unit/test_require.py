@@ -22,14 +22,19 @@ def test_under_ci_a_missing_install_fails_with_its_reason(
     assert REASON in message and "`make browser`" in message and "CI" in message
 
 
-@pytest.mark.parametrize("value", [None, "", "0", "false", "False", "no"])
-def test_locally_a_missing_install_skips_naming_the_make_target(
-    monkeypatch: pytest.MonkeyPatch, value: str | None
-) -> None:
+def set_ci(monkeypatch: pytest.MonkeyPatch, value: str | None) -> None:
+    """CI set to `value`, or unset for None."""
     if value is None:
         monkeypatch.delenv("CI", raising=False)
     else:
         monkeypatch.setenv("CI", value)
+
+
+@pytest.mark.parametrize("value", [None, "", "0", "false", "False", "no"])
+def test_locally_a_missing_install_skips_naming_the_make_target(
+    monkeypatch: pytest.MonkeyPatch, value: str | None
+) -> None:
+    set_ci(monkeypatch, value)
     assert not in_ci()
     with pytest.raises(pytest.skip.Exception) as skipped:
         require(False, REASON, "ui-build")
@@ -40,10 +45,7 @@ def test_locally_a_missing_install_skips_naming_the_make_target(
 def test_what_is_installed_goes_on_either_way(
     monkeypatch: pytest.MonkeyPatch, value: str | None
 ) -> None:
-    if value is None:
-        monkeypatch.delenv("CI", raising=False)
-    else:
-        monkeypatch.setenv("CI", value)
+    set_ci(monkeypatch, value)
     assert require("/usr/bin/chromium", REASON, "browser") is None
     assert require(True, REASON, "model") is None
 

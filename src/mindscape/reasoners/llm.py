@@ -80,6 +80,17 @@ SAMPLE_TEMPERATURE = 0.8
 """The temperature of the answers sampled for the verifier's agreement feature."""
 
 
+def sample_replies(llm: LLM, prompt: str, system: str, n: int) -> list[str]:
+    """`n` plain replies sampled at :data:`SAMPLE_TEMPERATURE` over the same prompt (fixed
+    seeds 1..n; llama.cpp reuses the cached prompt, so each costs its output tokens)."""
+    return [
+        llm.sampled(temperature=SAMPLE_TEMPERATURE, seed=k + 1).complete(
+            prompt, system=system, role="answer", max_tokens=PLAIN_MAX_TOKENS
+        )
+        for k in range(n)
+    ]
+
+
 class LLMReasoner:
     """Prompts over a chat model; the offline reasoner is the per-call fallback.
 
@@ -124,7 +135,7 @@ class LLMReasoner:
         it (:mod:`mindscape.reasoners.demos`)."""
         self.verifier = verifier
         """Gives a plain open answer its confidence, P(right) (:mod:`~.verifier`); without
-        it the confidence is the reader's token probability."""
+        it the confidence is the lexical checks' level (see :meth:`_judge`)."""
         self.samples = samples
         """Answers sampled over the plain prompt for the verifier's agreement feature."""
         self.ranker = ranker or FusedRanker()
@@ -308,12 +319,7 @@ class LLMReasoner:
                 attempt["grounding"] = "lexical"
             return
         drawn = [
-            parse_plain(
-                llm.sampled(temperature=SAMPLE_TEMPERATURE, seed=k + 1).complete(
-                    prompt, system=self.plain_system, role="answer", max_tokens=PLAIN_MAX_TOKENS
-                )
-            )[0]
-            for k in range(self.samples)
+            parse_plain(r)[0] for r in sample_replies(llm, prompt, self.plain_system, self.samples)
         ]
         reading = Reading(
             question=req.question,
