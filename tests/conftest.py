@@ -19,6 +19,9 @@ for _key, _value in {
     "TOKENIZERS_PARALLELISM": "false",
     # The suite runs on fakes; tests/live/ picks the local model explicitly.
     "MINDSCAPE_LLM_BACKEND": "extractive",
+    # `ask` answers in the test's process; tests/*/test_warm*.py turn the warm process on
+    # with a runtime folder of their own, so no test touches the user's socket.
+    "MINDSCAPE_WARM": "0",
 }.items():
     os.environ[_key] = _value
 

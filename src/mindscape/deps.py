@@ -116,6 +116,21 @@ def open_store(path: str | Path) -> MemoryStore:
         return _STORES[key]
 
 
+def forget_store(path: str | Path) -> None:
+    """Drop the store at `path`, and the retrievers and sentence vectors built on it, from
+    this process's caches and release its files, so that the next :func:`open_store` reads
+    it afresh (the warm process does this when a store was indexed again under it)."""
+    key = str(Path(path).expanduser().resolve())
+    with _LOCK:
+        store = _STORES.pop(key, None)
+        for built in [k for k in _RETRIEVERS if k[0] == key]:
+            del _RETRIEVERS[built]
+        if store is not None:
+            for memo in [k for k in _VECTORS if k[0] == id(store)]:
+                del _VECTORS[memo]
+            store.release()
+
+
 @dataclass
 class Deps:
     """Models, embedder, store and retriever for the QA graph (all optional, all lazy)."""

@@ -14,6 +14,7 @@ DATA_COMMANDS = {
     "index",
     "inspect",
     "ask",
+    "serve",
     "threads",
     "eval",
     "demo",

@@ -87,6 +87,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "them): a run stopped mid-question resumes from its last finished node when asked "
         "again on the same thread",
     )
+    p.add_argument(
+        "--no-warm",
+        action="store_true",
+        help="answer in this process, without the warm process that keeps the models loaded "
+        "between asks (`mindscape serve`; also MINDSCAPE_WARM=0)",
+    )
     add_quiet_option(p)
     return p
 
@@ -196,14 +202,21 @@ def run(args: argparse.Namespace) -> int:
     memory, and refinement until it can answer or a budget runs out. A user error prints one
     line on stderr and exits with 2.
 
+    The answer comes from the warm process (`mindscape serve`), which keeps the embedder,
+    the store and the local model loaded between asks; the first ask starts it. When it
+    cannot answer, one line says why and this process answers (the same answer).
+
     Examples:
         mindscape ask "Who finds the glass slipper?" --store runs/book
         mindscape ask "Who wins?" --option "the prince" --option "the sisters" --json
         mindscape ask "The sisters are kind." --task claim --preset naive --llm extractive
         mindscape ask "Who finds the glass slipper?" --store runs/book --thread t1
+        mindscape ask "Who finds the glass slipper?" --store runs/book --no-warm
     """
+    from mindscape.warm.client import answer
+
     try:
-        out = _ask(args)
+        out = answer(args, _ask)  # the warm process's answer, else this process's
     except (MindscapeError, ValueError) as exc:
         return report_error(exc, args)
     sys.stdout.write(

@@ -298,6 +298,17 @@ class MemoryStore:
         """Release the cache database."""
         self.cache.close()
 
+    def release(self) -> None:
+        """Release the cache database and the Chroma client, so that a store opened again on
+        this folder in the same process reads its files afresh (Chroma keeps one client per
+        folder per process until the last is closed)."""
+        self.close()
+        if self._client is not None and hasattr(self._client, "close"):
+            self._client.close()
+        self._client = None
+        self._collections.clear()
+        self._views.clear()
+
 
 def _to_meta(u: Unit) -> dict[str, Any]:
     return {
