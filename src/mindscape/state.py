@@ -168,6 +168,10 @@ class Attempt(TypedDict):
     summary: NotRequired[str]
     """The session summary (episodic unit id) the local reader read before its best window,
     when it read one (``Context.read_summaries``)."""
+    quote: NotRequired[str]
+    """The words the answer rests on: an LLM reply's quote (a plain reply's: the passage
+    sentence nearest its answer), the extractive answer's sentence. Observation only: the
+    map's pin (:mod:`mindscape.trace`)."""
 
 
 class UpdateNote(TypedDict):
@@ -213,6 +217,89 @@ class TraceStep(TypedDict):
     """The focused passages this round's answer read, word for word (LLM answerers)."""
     ranker: NotRequired[str]
     """Which evidence ranker ordered those passages (``learned`` or ``fused``)."""
+    sessions: NotRequired[list[TraceSession]]
+    """The round's signature σ: its sessions, in pick order, with their activation weights."""
+    retrieved: NotRequired[dict[str, list[TraceUnit]]]
+    """The units this round retrieved, per layer, with the chunk spans they cover."""
+    read_passages: NotRequired[list[TracePassage]]
+    """The passages this round's answer actually read, with their place (the map's marks)."""
+    grounding: NotRequired[Grounding]
+    """How this round's attempt is tied to what it read (its confidence is ``confidence``)."""
+
+
+class TraceSession(TypedDict):
+    """One session of a round's signature, as the trace records it."""
+
+    unit_id: str
+    doc_id: str
+    rank: int
+    """Position in σ (0 = picked first)."""
+    weight: float
+    """The question's activation of the session, 0..1 (its heat in :class:`BookStrip`)."""
+    gain: float
+    """Its total marginal gain when it was picked (the selection's own weight)."""
+
+
+class TraceUnit(TypedDict):
+    """One retrieved unit: its id, document and the chunk spans it covers."""
+
+    unit_id: str
+    doc_id: str
+    spans: list[list[int]]
+    """Runs of chunk indices ``[first, last]`` (inclusive) in the book's order."""
+
+
+class TracePassage(TraceUnit):
+    """One passage the reader read: a :class:`TraceUnit` with its layer and words."""
+
+    layer: str
+    text: str
+
+
+class StripSession(TypedDict):
+    """One session of a book's strip, in story order."""
+
+    unit_id: str
+    chunks: list[int]
+    """Its chunk span ``[first, last]`` (inclusive)."""
+    heat: float
+    """The question's activation of it, 0..1 (rank-weighted share of MiA's E1 chunks,
+    divided by the hottest session's)."""
+
+
+class StripChapter(TypedDict):
+    """A chapter label of the strip, from the outline's heading sections."""
+
+    label: str
+    chunk: int
+    """The chunk index where it starts."""
+
+
+class BookStrip(TypedDict):
+    """One book the question touched, drawn as a strip of its sessions."""
+
+    doc_id: str
+    title: str
+    chunks: int
+    """Chunks in the book."""
+    share: float
+    """Its share of the question's activation (1.0 for a single book)."""
+    sessions: list[StripSession]
+    chapters: list[StripChapter]
+
+
+class QuotePin(TypedDict):
+    """Where the answer's quote is: the map's pin."""
+
+    text: str
+    doc_id: str
+    unit_id: str
+    """The passage read that holds it."""
+    chunk: int | None
+    """The chunk index it lies in (None when its place is unknown)."""
+    session: str | None
+    """The session it lies in."""
+    round: int
 
 
 # --------------------------------------------------------------------------- reducers
@@ -303,6 +390,11 @@ class QAOutput(TypedDict):
     llm_fallbacks: NotRequired[Annotated[int, operator.add]]
     """Model answers that stayed malformed after one re-ask; the role's extractive fallback
     ran instead (the run goes on)."""
+    books: NotRequired[list[BookStrip]]
+    """The books the question's activation touched, most activated first, each as the strip
+    of its sessions with the activation as heat (:mod:`mindscape.trace`; the map's base)."""
+    quote: NotRequired[QuotePin | None]
+    """The answer's quote and where it is (None when the answer has none)."""
     stop_reason: NotRequired[str]
     """answered | rounds | llm_calls | tokens | exhausted (nothing new to try) | no surer (a
     refining round did not raise the reader's certainty)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,57 @@ def test_ask_stream_text_goes_to_stderr(qa_store: Path, capsys: pytest.CaptureFi
     )
     captured = capsys.readouterr()
     assert rc == 0 and captured.out.startswith("Answer: ") and "· retrieve" in captured.err
+
+
+@pytest.mark.parametrize("ext", ["svg", "png", "html"])
+def test_ask_map_writes_the_map_a_mark_per_passage_read_and_the_pin(
+    qa_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], ext: str
+) -> None:
+    path = tmp_path / f"map.{ext}"
+    argv = [Q, "--store", str(qa_store), "--json", "--llm", "extractive", "--map", str(path)]
+    rc = ask.run(parse(*argv))
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)  # --json's stdout stays one object
+    assert rc == 0 and f"map: {path}" in captured.err
+    read = [p for s in out["trace"] for p in s["read_passages"]]
+    assert read and out["books"][0]["doc_id"] == QA_DOC and out["quote"]["text"]
+    if ext == "png":
+        from matplotlib.image import imread
+
+        assert imread(path).shape[1] > 1000
+        return
+    text = path.read_text(encoding="utf-8")
+    svg = text[text.index("<svg") : text.index("</svg>") + 6]
+    root = ET.fromstring(svg)
+    groups = [g.get("id", "") for g in root.iter("{http://www.w3.org/2000/svg}g")]
+    assert sum(g.startswith("mark-") for g in groups) == len(read)
+    assert groups.count("pin") == 1
+    if ext == "html":
+        assert text.count("<li ") == len(read) and "<blockquote>" in text
+
+
+def test_ask_map_with_an_unknown_format_is_one_line_before_asking(
+    qa_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc = ask.run(parse(Q, "--store", str(qa_store), "--map", str(tmp_path / "map.pdf")))
+    err = capsys.readouterr().err
+    assert rc == 2 and ".svg, .png, .html" in err and len(err.strip().splitlines()) == 1
+
+
+def test_ask_shows_its_steps_on_a_terminal_on_stderr(
+    qa_store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ask, "show_steps", lambda args: True)  # stderr as a terminal
+    rc = ask.run(parse(Q, "--store", str(qa_store), "--json", "--llm", "extractive"))
+    captured = capsys.readouterr()
+    assert rc == 0 and json.loads(captured.out)["answer"]
+    steps = [line for line in captured.err.splitlines() if line.startswith("· ")]
+    assert steps[:3] == [
+        "· activating the signature",
+        "· retrieving (round 1)",
+        "· reading round 1",
+    ]
+    assert steps[-1] == "· answering"
 
 
 @pytest.mark.parametrize(

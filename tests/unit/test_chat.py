@@ -56,6 +56,26 @@ def test_the_reply_carries_its_parts_as_data_for_the_chat_page(tmp_path: Path) -
     assert (parts["rounds"], parts["llm_calls"], parts["answer_round"]) == (1, 0, 1)
 
 
+def test_the_reply_carries_the_runs_trace_and_the_chat_streams_its_steps(tmp_path: Path) -> None:
+    app = chat_app()
+    events = [
+        e
+        for _, e in app.stream(  # type: ignore[attr-defined]
+            {"messages": [HumanMessage(content=Q)]},
+            {"configurable": {"thread_id": "live"}},
+            context=ChatContext(preset="naive", backend="extractive", store=str(tmp_path)),
+            stream_mode=["custom"],
+        )
+    ]
+    assert [e["event"] for e in events][:2] == ["signature", "retrieve"]
+    decision = next(e for e in events if e["event"] == "decision")
+    assert decision["step"]["round"] == 1 and decision["step"]["read_passages"]
+    last = app.get_state({"configurable": {"thread_id": "live"}}).values["messages"][-1]
+    parts = last.additional_kwargs["mindscape"]
+    assert parts["trace"] == [decision["step"]]
+    assert parts["books"] == [] and "quote" in parts  # the fake retriever has no strip
+
+
 def test_a_chat_ui_message_of_text_blocks_is_read_as_its_text(tmp_path: Path) -> None:
     blocks = [{"type": "text", "text": Q}]
     assert ask(chat_app(), blocks, tmp_path).startswith("in the cave beneath the lighthouse")

@@ -1,6 +1,7 @@
 """Node `init_signature`: validate the input, reset the loop, activate the signature σ0.
 
-Reads: question, doc_id / doc_ids, task, options. Writes: task, query, signature, preset and a
+Reads: question, doc_id / doc_ids, task, options. Writes: task, query, signature, preset, the
+books the question touched (the trace's strips, :func:`mindscape.trace.book_strips`) and a
 fresh slate for every accumulating field (a thread can carry several questions).
 σ0 is MiA's coverage-aware greedy selection or the First-K variant (`Context.signature`).
 """
@@ -17,6 +18,7 @@ from mindscape.context import Context
 from mindscape.deps import Deps
 from mindscape.errors import StoreError
 from mindscape.state import COUNTERS, QAState, SignatureItem, SignatureUpdate, canonical_task
+from mindscape.trace import book_strips
 
 
 def check_input(state: QAState, known_docs: set[str] | None) -> str:
@@ -52,14 +54,19 @@ def make_init_signature(deps: Deps) -> Node:
                 params=run.params,
             )
             signature = [to_sig_item(u) for u in units]
+        books = book_strips(run.retriever, question, doc_scope(state), run.params)
         emit(
             runtime,
             "signature",
             round=0,
             units=[s["unit_id"] for s in signature],
             method=ctx.signature,
+            books=books,
         )
-        return fresh_state(question, task, ctx.preset, signature, run.token_budget)
+        return {
+            **fresh_state(question, task, ctx.preset, signature, run.token_budget),
+            "books": books,
+        }
 
     return init_signature
 
@@ -98,5 +105,6 @@ def fresh_state(
         "sufficient": False,
         "evidence": [],
         "stop_reason": "",
+        "quote": None,
         "token_budget": token_budget,
     }

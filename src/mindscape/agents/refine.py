@@ -1,9 +1,10 @@
 """Node `refine`: the REFINE/ANSWER decision, Self-Probe, and the answer so far.
 
 Reads: attempts, update, evidence_memory, probes, round_hits, retrieved, over_budget, the
-counters. Writes: decision, pending_probes, probes, query, over_budget (for the router), trace,
-and the output fields (answer, confidence, sufficient, evidence, stop_reason), which always
-hold the best attempt so far, so the run can end after any round.
+counters. Writes: decision, pending_probes, probes, query, over_budget (for the router), trace
+(the round's step, with what :func:`mindscape.trace.trace_fields` observes), and the output
+fields (answer, confidence, sufficient, evidence, quote, stop_reason), which always hold the
+best attempt so far, so the run can end after any round.
 
 Decision, in order:
 
@@ -45,6 +46,7 @@ from mindscape.state import (
     QAState,
     TraceStep,
 )
+from mindscape.trace import quote_pin, trace_fields
 
 NO_ANSWER = "not enough evidence"
 
@@ -139,6 +141,7 @@ def trace_step(state: QAState, latest: Attempt | None, outcome: Outcome, calls: 
         step["passages"] = list(latest["passages"])
     if latest and latest.get("ranker"):
         step["ranker"] = latest["ranker"]
+    step.update(trace_fields(state, latest))  # type: ignore[typeddict-item]
     return step
 
 
@@ -219,6 +222,7 @@ def make_refine(deps: Deps) -> Node:
             best = best_attempt(list(state.get("attempts") or []))
         deps.usage.merge(usage)
         step = trace_step(state, latest, outcome, state.get("llm_calls", 0) + usage.calls)
+        quote = quote_pin(state, best, state.get("books") or [])
         emit(
             runtime,
             "decision",
@@ -226,6 +230,8 @@ def make_refine(deps: Deps) -> Node:
             decision=outcome.decision,
             reason=outcome.reason,
             probes=outcome.probes,
+            step=step,
+            quote=quote,
         )
         stop_reason = {"ANSWER": "answered", "STOP": outcome.reason}.get(outcome.decision, "")
         return {
@@ -236,6 +242,7 @@ def make_refine(deps: Deps) -> Node:
             "over_budget": outcome.over_budget,
             "trace": [step],
             **answer_fields(state, ctx, best),
+            "quote": quote,
             "stop_reason": stop_reason,
             **cost(usage),
         }

@@ -1,12 +1,15 @@
 """`mindscape ask`: answer a question about an indexed book with the QA agent.
 
     mindscape ask "QUESTION" --store DIR [--doc ID] [--task open|multiple-choice|claim]
-                  [--option TEXT ...] [--preset NAME] [--json] [--stream]
+                  [--option TEXT ...] [--preset NAME] [--json] [--stream] [--map FILE]
 
 `--json` prints one object (answer, confidence, rounds, evidence with chunk ids and text,
-signature, LLM calls, tokens and fallbacks, the decision trace). `--stream` shows the agent's
-progress events as they happen (on stderr; with `--json`, as JSON lines on stdout before the
-result).
+signature, LLM calls, tokens and fallbacks, the decision trace round by round, the books the
+question touched and the answer's quote: :mod:`mindscape.trace`). `--map FILE` draws that
+trace as a map (SVG, PNG or HTML: :mod:`mindscape.reading_map`). On a terminal, `ask` shows
+the step it is in (retrieving, reading round N, refining) on stderr as it goes; `--stream`
+shows the agent's progress events instead (on stderr; with `--json`, as JSON lines on stdout
+before the result).
 Errors a user can fix print one line on stderr and exit with 2.
 """
 
@@ -32,6 +35,7 @@ from mindscape.commands.common import (
 from mindscape.errors import MindscapeError, StoreError
 from mindscape.presets import PRESET_NAMES
 from mindscape.state import QAInput, answer_step
+from mindscape.trace import step_of
 
 if TYPE_CHECKING:
     from mindscape.memory.store import MemoryStore
@@ -80,6 +84,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--stream", action="store_true", help="show progress events as they happen")
     p.add_argument(
+        "--map",
+        metavar="FILE",
+        default=None,
+        help="draw where the answer came from (the book's sessions, the question's activation, "
+        "the signature, the passages read each round, the quote) into FILE: .svg, .png or .html",
+    )
+    p.add_argument(
         "--thread",
         metavar="ID",
         default=None,
@@ -116,6 +127,7 @@ def result_json(out: dict[str, Any]) -> dict[str, Any]:
         "tokens_out": out.get("tokens_out", 0),
         "llm_fallbacks": out.get("llm_fallbacks", 0),
         "stop_reason": out.get("stop_reason", ""),
+        "answer_round": out.get("answer_round", 0),
         "evidence": [
             {
                 k: e.get(k)
@@ -128,6 +140,8 @@ def result_json(out: dict[str, Any]) -> dict[str, Any]:
             for s in out.get("signature") or []
         ],
         "trace": out.get("trace") or [],
+        "books": out.get("books") or [],
+        "quote": out.get("quote"),
     }
 
 
@@ -191,8 +205,14 @@ def clip(text: str, n: int) -> str:
 
 def _event_line(event: dict[str, Any]) -> str:
     name = event.get("event", "?")
-    rest = " ".join(f"{k}={v}" for k, v in event.items() if k != "event")
+    long = ("event", "books", "step", "quote")  # the map's data: too long (--json has it)
+    rest = " ".join(f"{k}={v}" for k, v in event.items() if k not in long)
     return f"· {name} {rest}"
+
+
+def show_steps(args: argparse.Namespace) -> bool:
+    """Whether `ask` shows the step it is in on the terminal (stderr is one, not --quiet)."""
+    return not args.quiet and not args.stream and sys.stderr.isatty()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -212,16 +232,30 @@ def run(args: argparse.Namespace) -> int:
         mindscape ask "The sisters are kind." --task claim --preset naive --llm extractive
         mindscape ask "Who finds the glass slipper?" --store runs/book --thread t1
         mindscape ask "Who finds the glass slipper?" --store runs/book --no-warm
+        mindscape ask "Who finds the glass slipper?" --store runs/book --map map.html
     """
     from mindscape.warm.client import answer
 
     try:
+        if args.map:
+            from mindscape.reading_map import check_format
+
+            check_format(args.map)
         out = answer(args, _ask)  # the warm process's answer, else this process's
     except (MindscapeError, ValueError) as exc:
         return report_error(exc, args)
     sys.stdout.write(
         (json.dumps(result_json(out), ensure_ascii=False) if args.json else render_text(out)) + "\n"
     )
+    if args.map:
+        from mindscape.reading_map import write_map
+
+        try:
+            written = write_map(result_json(out), args.map)
+        except MindscapeError as exc:
+            return report_error(exc, args)
+        if not args.quiet:
+            sys.stderr.write(f"map: {written}\n")
     return 0
 
 
@@ -285,12 +319,20 @@ def _ask(args: argparse.Namespace) -> dict[str, Any]:
             return ask_on_thread(app, dict(question), args.thread, ctx)
     app = build_qa_graph(deps).compile(checkpointer=InMemorySaver())
     config: RunnableConfig = {"configurable": {"thread_id": f"ask-{uuid.uuid4().hex[:8]}"}}
-    if not args.stream:
+    steps = show_steps(args)
+    if not (args.stream or steps):
         return dict(app.invoke(question, config, context=ctx, durability="exit"))
+    if steps:
+        sys.stderr.write(f"· {step_of({'event': 'start'})}\n")
     for mode, chunk in app.stream(
         question, config, context=ctx, stream_mode=["custom"], durability="exit"
     ):
-        if mode == "custom":
+        if mode == "custom" and steps:
+            step = step_of(cast(dict[str, Any], chunk))
+            if step:
+                sys.stderr.write(f"· {step}\n")
+                sys.stderr.flush()
+        elif mode == "custom":
             if args.json:
                 sys.stdout.write(
                     json.dumps({"progress": chunk}, ensure_ascii=False, default=str) + "\n"

@@ -11,6 +11,8 @@ turns by the LLM when the run has one, else asked with the earlier question besi
 the QA graph (called inside the node, so LangGraph Studio steps into it as a subgraph and a
 checkpointer keeps it with the thread), and replies with the answer, the passages the answer
 read (short quotes with their place in the book) and one line of rounds, calls and tokens.
+The QA run's progress events go on to the chat's own custom stream as they happen, and the
+reply's structured parts carry the run's trace (the map the chat page draws under it).
 A message it cannot ask about (empty, an image, a store that does not exist) gets a one-line
 reply that says what is wrong, never a traceback.
 
@@ -146,7 +148,8 @@ def words_of(question: str) -> str:
 def reply_parts(out: dict[str, Any], asked: str = "", threshold: float = 0.5) -> dict[str, Any]:
     """What a reply shows, as data: the answer, the passages it read (quoted, with their
     place), the round that answered, its confidence and whether it is trusted (the loop
-    accepted it: sufficient, at `threshold` or above), and the run's rounds, calls and tokens.
+    accepted it: sufficient, at `threshold` or above), the run's rounds, calls and tokens,
+    and the map's data: the trace round by round, the books touched and the quote.
     The chat page (``ui/``) renders it from the message's ``additional_kwargs["mindscape"]``;
     other front ends read :func:`reply_text`."""
     step: dict[str, Any] = dict(answer_step(out) or {})
@@ -168,6 +171,10 @@ def reply_parts(out: dict[str, Any], asked: str = "", threshold: float = 0.5) ->
         and bool(out.get("sufficient", True))
         and float(out.get("confidence", 0.0)) >= threshold,
         **{k: out.get(k, 0) for k in ("rounds", "llm_calls", "tokens_in", "tokens_out")},
+        # the map's data (mindscape.trace): the page draws the reply's map from these
+        "trace": list(out.get("trace") or []),
+        "books": list(out.get("books") or []),
+        "quote": out.get("quote"),
     }
 
 
@@ -216,7 +223,7 @@ def make_ask_book(deps: Deps, qa: QAGraph) -> Any:
     def ask_book(state: MessagesState, runtime: Runtime[ChatContext]) -> dict[str, Any]:
         ctx = runtime.context if isinstance(runtime.context, Context) else ChatContext()
         try:
-            parts = _answer(state["messages"], ctx)
+            parts = _answer(state["messages"], ctx, runtime)
             return {
                 "messages": [
                     AIMessage(content=reply_text(parts), additional_kwargs={"mindscape": parts})
@@ -225,7 +232,7 @@ def make_ask_book(deps: Deps, qa: QAGraph) -> Any:
         except (ChatInputError, MindscapeError, ValueError) as exc:
             return {"messages": [AIMessage(content=" ".join(str(exc).split()))]}
 
-    def _answer(messages: list[AnyMessage], ctx: Context) -> dict[str, Any]:
+    def _answer(messages: list[AnyMessage], ctx: Context, runtime: Any) -> dict[str, Any]:
         if not messages or not isinstance(messages[-1], HumanMessage):
             raise ChatInputError("Send a question about the book as a message.")
         question = message_text(messages[-1])
@@ -236,12 +243,26 @@ def make_ask_book(deps: Deps, qa: QAGraph) -> Any:
         asked = standalone(question, turns(messages[:-1]), _rewriter(deps, run, usage))
         doc_id = getattr(ctx, "doc_id", None)
         payload = cast(QAInput, {"question": asked, **({"doc_id": doc_id} if doc_id else {})})
-        out = dict(qa.invoke(payload, context=run))
+        out = ask_streaming(qa, payload, run, runtime)
         for key in ("llm_calls", "tokens_in", "tokens_out"):  # the rewrite counts too
             out[key] = out.get(key, 0) + getattr(usage, key.removeprefix("llm_"))
         return reply_parts(out, asked, run.confidence_threshold)
 
     return ask_book
+
+
+def ask_streaming(qa: QAGraph, payload: QAInput, ctx: Context, runtime: Any) -> dict[str, Any]:
+    """The QA graph's output for `payload`, its progress events passed on to the chat's own
+    stream as they happen (``stream_mode="custom"``: the page shows the step the run is in
+    and fills the map round by round from them)."""
+    writer = getattr(runtime, "stream_writer", None)
+    out: dict[str, Any] = {}
+    for mode, chunk in qa.stream(payload, context=ctx, stream_mode=["custom", "values"]):
+        if mode == "values":
+            out = dict(cast(dict[str, Any], chunk))
+        elif writer is not None:
+            writer(chunk)
+    return out
 
 
 def _with_store(ctx: Context) -> Context:

@@ -133,6 +133,7 @@ def grounded_attempt(
         choice=choice,
         reasoner=reasoner,
         read=[p["unit_id"] for p in shown],
+        quote=" ".join(out.quote.split()),
     )
 
 
