@@ -1,7 +1,10 @@
 // The chat page: one thread of questions to mindscape's `chat` graph, streamed with the
 // LangGraph SDK's useStream. Each reply shows the answer, the passages it read (folded, with
-// their place in the book) and the run's rounds, calls and tokens: the graph puts them in the
-// message's additional_kwargs.mindscape (see src/mindscape/graphs/chat.py, reply_parts).
+// their place in the book), the run's rounds, calls and tokens, and the map of where in the
+// book the answer came from (ReadingMap.tsx): the graph puts them in the message's
+// additional_kwargs.mindscape (see src/mindscape/graphs/chat.py, reply_parts). While a run
+// works, its progress events (the stream's custom mode) show the step it is in and fill the
+// map round by round.
 //
 // Settings come from the page URL, so one build serves any server:
 //   ?apiUrl=http://127.0.0.1:2024  the LangGraph server (this is the default; `make ui`
@@ -11,7 +14,8 @@
 //   &store=DIR&doc=ID              the book (the run's context; default: the server's)
 import { useStream } from "@langchain/langgraph-sdk/react";
 import type { Message } from "@langchain/langgraph-sdk";
-import { useState, type FormEvent } from "react";
+import { memo, useState, type FormEvent } from "react";
+import { ReadingMap, stepOf, type Step } from "./ReadingMap";
 
 type Passage = { quote: string; place: string };
 type Parts = {
@@ -25,6 +29,18 @@ type Parts = {
   llm_calls: number;
   tokens_in: number;
   tokens_out: number;
+  trace?: unknown;
+  books?: unknown;
+  quote?: unknown;
+};
+type Live = { step: string; books?: unknown; trace: Step[]; quote?: unknown };
+type Progress = {
+  event?: string;
+  round?: number;
+  decision?: string;
+  books?: unknown;
+  step?: Step;
+  quote?: unknown;
 };
 
 const params = new URLSearchParams(window.location.search);
@@ -55,9 +71,20 @@ function partsOf(m: Message): Parts | undefined {
   return (m.additional_kwargs as { mindscape?: Parts } | undefined)?.mindscape;
 }
 
-function Reply({ m }: { m: Message }) {
+// A reply, drawn again only when its message changes (a thread of 20 maps stays quick to type in).
+const Reply = memo(
+  function Reply({ m }: { m: Message }) {
+    return <ReplyBody m={m} />;
+  },
+  (a, b) => a.m === b.m || (a.m.id !== undefined && a.m.id === b.m.id && text(a.m) === text(b.m)),
+);
+
+function ReplyBody({ m }: { m: Message }) {
   const p = partsOf(m);
-  if (!p) return <div className="plain">{text(m)}</div>;
+  if (!p || typeof p !== "object" || typeof p.answer !== "string") {
+    return <div className="plain">{text(m)}</div>;
+  }
+  const passages = Array.isArray(p.passages) ? p.passages : [];
   return (
     <>
       <div className="answer" data-testid="answer">
@@ -70,12 +97,12 @@ function Reply({ m }: { m: Message }) {
         </div>
       )}
       {p.question && <div className="asked">asked as: {p.question}</div>}
-      {p.passages.length > 0 && (
+      {passages.length > 0 && (
         <details data-testid="passages">
           <summary>
-            {p.passages.length} passage{p.passages.length > 1 ? "s" : ""} read (round {p.answer_round})
+            {passages.length} passage{passages.length > 1 ? "s" : ""} read (round {p.answer_round})
           </summary>
-          {p.passages.map((q, i) => (
+          {passages.map((q, i) => (
             <blockquote key={i} data-testid="passage">
               {q.quote}
               {q.place && <cite>{q.place}</cite>}
@@ -87,6 +114,7 @@ function Reply({ m }: { m: Message }) {
         {p.rounds} round{p.rounds === 1 ? "" : "s"} · {p.llm_calls} LLM call
         {p.llm_calls === 1 ? "" : "s"} · {p.tokens_in} tokens in · {p.tokens_out} out
       </div>
+      <ReadingMap trace={p} />
     </>
   );
 }
@@ -94,11 +122,24 @@ function Reply({ m }: { m: Message }) {
 export function App() {
   const [threadId, setThreadId] = useState<string | null>(params.get("threadId"));
   const [draft, setDraft] = useState("");
+  const [live, setLive] = useState<Live | null>(null);
   const thread = useStream<{ messages: Message[] }>({
     apiUrl,
     assistantId,
     threadId,
     fetchStateHistory: false,
+    onCustomEvent: (data) => {
+      const e = (data ?? {}) as Progress;
+      setLive((prev) => {
+        const now = prev ?? { step: stepOf({ event: "start" }) ?? "", trace: [] };
+        const step = stepOf(e) ?? now.step;
+        if (e.event === "signature" && !e.round) return { ...now, step, books: e.books };
+        if (e.event === "decision" && e.step) {
+          return { ...now, step, trace: [...now.trace, e.step], quote: e.quote };
+        }
+        return { ...now, step };
+      });
+    },
     onThreadId: (id) => {
       setThreadId(id);
       setThreadInUrl(id);
@@ -110,6 +151,7 @@ export function App() {
     const question = draft.trim();
     if (!question || thread.isLoading) return;
     setDraft("");
+    setLive({ step: stepOf({ event: "start" }) ?? "", trace: [] });
     thread.submit(
       { messages: [{ type: "human", content: [{ type: "text", text: question }] }] },
       {
@@ -148,7 +190,14 @@ export function App() {
             {m.type === "ai" ? <Reply m={m} /> : <div className="plain">{text(m)}</div>}
           </article>
         ))}
-        {thread.isLoading && <p className="hint" data-testid="reading">Reading the book…</p>}
+        {thread.isLoading && (
+          <div className="live" data-testid="reading">
+            <p className="hint">
+              Reading the book: <span data-testid="step">{live?.step || "starting"}</span>…
+            </p>
+            {live && <ReadingMap trace={live} />}
+          </div>
+        )}
         {thread.error != null && (
           <p className="error" data-testid="error">
             {String((thread.error as Error).message ?? thread.error)}
