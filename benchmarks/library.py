@@ -193,6 +193,7 @@ def ask_memory_phase(store_path: Path) -> dict:
         "--llm",
         "extractive",
         "--json",
+        "--no-warm",  # this process's own memory and time, not a warm process's
     ]
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, check=True)

@@ -1,10 +1,11 @@
 """The warm process seen from the command line: ``ask`` through it, ``--status``, ``--stop``.
 
-:func:`answer` is what ``mindscape ask`` calls. It asks the warm process when one runs, starts
-one (detached: ``python -m mindscape serve``, its output in ``warm.log``) when none does, and
-answers in this process, after one line saying why, when the warm process cannot answer: it
-died, does not answer within :data:`HELLO_S`, goes silent for :data:`SILENCE_S` mid-answer,
-runs another version or other settings, or failed on the question.
+:func:`answer` is what ``mindscape ask`` calls. It asks the warm process when one runs, and
+starts one when none does (detached: ``python -m mindscape.warm``, which is ``mindscape
+serve``; its output goes to ``warm.log``). When the warm process cannot answer, this process
+answers after one line saying why: it died, does not answer within :data:`HELLO_S`, goes
+silent for :data:`SILENCE_S` mid-answer, runs another version or other settings, or failed on
+the question.
 
 The answer comes back as ``ask`` would have computed it here (the graph's output), and what
 the warm process printed and logged meanwhile is printed and logged here, in order.
@@ -180,7 +181,7 @@ def _start() -> tuple[socket.socket, int | str]:
     one another ``ask`` started at the same moment)."""
     with path(LOG).open("ab") as log:
         child = subprocess.Popen(
-            [sys.executable, "-m", "mindscape", "serve"],
+            [sys.executable, "-m", "mindscape.warm"],  # `mindscape serve`, started sooner
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
