@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import html
 import io
-import re
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,9 @@ MARK_COLOURS = ("#2f4f7f", "#b0413e", "#3e7b3e", "#7a4fa0", "#b7791f", "#1f7a8c"
 """One colour per round, in order (they repeat after six)."""
 TITLE_CHARS = 400
 """Longest passage text in a mark's tooltip."""
+MAX_LABELS = 30
+"""Most chapter labels drawn (a book with more labels every second, third… chapter)."""
+SVG_NS = "http://www.w3.org/2000/svg"
 
 
 class MapError(MindscapeError):
@@ -131,72 +134,82 @@ def write_map(result: dict[str, Any], path: str | Path) -> Path:
         raise MapError("no map: the result has no book strip (a run without the trace)")
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig, tooltips = draw(view)
+    fig = draw(view)
     if ext == ".png":
         fig.savefig(out, format="png", dpi=150)
         return out
+    from matplotlib import rc_context
+
     buf = io.StringIO()
-    fig.savefig(buf, format="svg")
-    svg = with_titles(buf.getvalue(), tooltips)
+    with rc_context({"svg.fonttype": "none"}):  # words as text, not paths: smaller, faster
+        fig.savefig(buf, format="svg")
+    svg = with_titles(buf.getvalue(), view)
     out.write_text(svg if ext == ".svg" else page(view, svg), encoding="utf-8")
     return out
 
 
-def draw(view: MapView) -> tuple[Any, dict[str, str]]:
-    """The map as a matplotlib Figure, and the tooltip of each element id (for the SVG)."""
-    from matplotlib.colors import Normalize
+def draw(view: MapView) -> Any:
+    """The map as a matplotlib Figure. Each round's marks are one collection and their chunk
+    runs one line (a book's rounds may read hundreds of passages); :func:`with_titles` gives
+    each mark its tooltip."""
     from matplotlib.figure import Figure
-    from matplotlib.patches import Rectangle
 
     library = len(view.books) > 1
     rounds = max([m.round for m in view.marks] + [view.rounds, 1])
-    height = 2.4 + 0.28 * rounds + (0.7 if library else 0.0)
-    fig = Figure(figsize=(10, height), layout="constrained")
-    tooltips: dict[str, str] = {}
+    strip_in = 2.0 + 0.3 * rounds
+    height = strip_in + (0.8 if library else 0.0)
+    fig = Figure(figsize=(10, height))
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.5 / height, top=1 - 0.75 / height)
     if library:
-        top, ax = fig.subplots(2, 1, height_ratios=[1, 4 + 0.4 * rounds])
+        top, ax = fig.subplots(2, 1, height_ratios=[0.5, strip_in - 0.5])
         _books_bar(top, view)
     else:
         ax = fig.subplots()
     book = view.book
     n = max(int(book["chunks"]), 1)
     cmap = _heat_cmap()
-    norm = Normalize(0.0, 1.0)
-    for s in book.get("sessions") or []:
-        a, b = int(s["chunks"][0]), int(s["chunks"][1]) + 1
-        outlined = s["unit_id"] in view.signature
-        ax.add_patch(
-            Rectangle(
-                (a, 0.0),
-                b - a,
-                1.0,
-                facecolor=cmap(norm(float(s.get("heat", 0.0)))),
-                edgecolor="#1d2330" if outlined else "#b8b2a2",
-                linewidth=2.2 if outlined else 0.6,
+    sessions = list(book.get("sessions") or [])
+    for outlined in (False, True):
+        chosen = [s for s in sessions if (s["unit_id"] in view.signature) == outlined]
+        if chosen:
+            ax.broken_barh(
+                [
+                    (int(s["chunks"][0]), int(s["chunks"][1]) + 1 - int(s["chunks"][0]))
+                    for s in chosen
+                ],
+                (0.0, 1.0),
+                facecolors=[cmap(min(max(float(s.get("heat", 0.0)), 0.0), 1.0)) for s in chosen],
+                edgecolors="#1d2330" if outlined else "#b8b2a2",
+                linewidths=2.2 if outlined else 0.6,
                 zorder=3 if outlined else 2,
             )
+    labels = list(book.get("chapters") or [])
+    every = max(1, -(-len(labels) // MAX_LABELS))
+    if labels:
+        ax.vlines(
+            [int(c["chunk"]) for c in labels], 0.0, 1.0, color="#6b7080", linewidth=0.6, zorder=4
         )
-    for c in book.get("chapters") or []:
-        ax.axvline(int(c["chunk"]), 0.0, 1.0, color="#6b7080", linewidth=0.6, zorder=4)
-        ax.text(int(c["chunk"]), 1.05, c["label"], fontsize=7, rotation=30, va="bottom")
-    for i, m in enumerate(view.marks):
-        y = -0.45 * m.round
-        colour = MARK_COLOURS[(m.round - 1) % len(MARK_COLOURS)]
-        for a, b in m.spans:  # what it covers: a chunk, a window, a summary's chunks
-            ax.plot([a, b + 1], [y, y], color=colour, linewidth=3, alpha=0.35, zorder=5)
-        x = (m.spans[0][0] + m.spans[0][1] + 1) / 2
-        dot = ax.scatter([x], [y], s=90, color=colour, edgecolors="white", zorder=6)
-        gid = f"mark-{i}"
-        dot.set_gid(gid)
-        tooltips[gid] = f"round {m.round} · {m.unit_id}: {_clip(m.text)}"
-        ax.text(x, y, str(m.round), color="white", fontsize=6, ha="center", va="center", zorder=7)
+    for c in labels[::every]:
+        ax.text(int(c["chunk"]), 1.05, _clip(str(c["label"]), 24), fontsize=7, rotation=30)
+    for r in range(1, rounds + 1):
+        marks = [m for m in view.marks if m.round == r]
+        if not marks:
+            continue
+        y = -0.45 * r
+        colour = MARK_COLOURS[(r - 1) % len(MARK_COLOURS)]
+        xs_runs = [x for m in marks for a, b in m.spans for x in (a, b + 1, float("nan"))]
+        ax.plot(xs_runs, [y] * len(xs_runs), color=colour, linewidth=3, alpha=0.35, zorder=5)
+        xs = [(m.spans[0][0] + m.spans[0][1] + 1) / 2 for m in marks]
+        dots = ax.scatter(xs, [y] * len(xs), s=90, color=colour, edgecolors="white", zorder=6)
+        dots.set_gid(f"marks-r{r}")
+        number = ax.scatter(xs, [y] * len(xs), s=28, marker=f"${r}$", color="white", zorder=7)
+        number.set_gid(f"numbers-r{r}")
     q = view.quote
     if q and q.get("chunk") is not None:
         x = int(q["chunk"]) + 0.5
         ax.plot([x, x], [1.0, 1.45], color="#a32020", linewidth=1.5, zorder=8)
         pin = ax.scatter([x], [1.5], marker="v", s=140, color="#a32020", zorder=9)
         pin.set_gid("pin")
-        tooltips["pin"] = f"the quote (round {q.get('round')}): {_clip(str(q.get('text', '')))}"
     ax.set_xlim(0, n)
     ax.set_ylim(-0.45 * rounds - 0.4, 2.1)
     ax.set_yticks([-0.45 * r for r in range(1, rounds + 1)] + [0.5])
@@ -205,14 +218,13 @@ def draw(view: MapView) -> tuple[Any, dict[str, str]]:
     ax.tick_params(axis="x", labelsize=7)
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
-    answer = _clip(view.answer, 90)
     ax.set_title(
-        f"Answer: {answer}   (heat: the question's activation · outlined: the signature · "
-        "numbered: passages read in that round · pin: the quote)",
+        f"Answer: {_clip(view.answer, 120)}\nheat: the question's activation · outlined: the "
+        "last round's signature · numbered: passages read in that round · pin: the quote",
         fontsize=8,
         loc="left",
     )
-    return fig, tooltips
+    return fig
 
 
 def _books_bar(ax: Any, view: MapView) -> None:
@@ -259,14 +271,42 @@ def _clip(text: str, n: int = TITLE_CHARS) -> str:
     return flat if len(flat) <= n else flat[: n - 1] + "…"
 
 
-def with_titles(svg: str, tooltips: dict[str, str]) -> str:
-    """`svg` with a ``<title>`` (a hover tooltip) in each element whose id has one."""
-
-    def add(m: re.Match[str]) -> str:
-        tip = tooltips.get(m.group(1))
-        return m.group(0) + (f"\n   <title>{html.escape(tip)}</title>" if tip else "")
-
-    return re.sub(r'<g id="([^"]+)">', add, svg)
+def with_titles(svg: str, view: MapView) -> str:
+    """`svg` with a hover tooltip (an SVG ``<title>``) on each mark and on the pin: each
+    round's dots are one group of ``<use>`` elements, in the order of its marks; each becomes
+    ``<g id="mark-N">`` with its passage as title (N counts the marks in order)."""
+    ET.register_namespace("", SVG_NS)
+    ET.register_namespace("xlink", "http://www.w3.org/1999/xlink")
+    root = ET.fromstring(svg)
+    groups = {g.get("id"): g for g in root.iter(f"{{{SVG_NS}}}g") if g.get("id")}
+    n = 0
+    for r in sorted({m.round for m in view.marks}):
+        marks = [m for m in view.marks if m.round == r]
+        dots = groups.get(f"marks-r{r}")
+        numbers = groups.get(f"numbers-r{r}")
+        if numbers is not None:
+            numbers.set("style", "pointer-events: none")
+        if dots is None:
+            continue
+        parents = [(p, u) for p in dots.iter() for u in list(p) if u.tag == f"{{{SVG_NS}}}use"]
+        for (parent, use), m in zip(parents, marks, strict=False):
+            wrapper = ET.Element(f"{{{SVG_NS}}}g", {"id": f"mark-{n}"})
+            title = ET.SubElement(wrapper, f"{{{SVG_NS}}}title")
+            title.text = f"round {m.round} · {m.unit_id}: {_clip(m.text)}"
+            parent.insert(list(parent).index(use), wrapper)
+            parent.remove(use)
+            wrapper.append(use)
+            n += 1
+    pin = groups.get("pin")
+    if pin is not None and view.quote:
+        title = ET.Element(f"{{{SVG_NS}}}title")
+        title.text = (
+            f"the quote (round {view.quote.get('round')}): {_clip(str(view.quote.get('text', '')))}"
+        )
+        pin.insert(0, title)
+    return '<?xml version="1.0" encoding="utf-8" standalone="no"?>\n' + ET.tostring(
+        root, encoding="unicode"
+    )
 
 
 def page(view: MapView, svg: str) -> str:

@@ -209,7 +209,7 @@ function MapView({ data }: { data: MapData }) {
           </span>
         ) : (
           <span>
-            {book.title}: heat is the question's activation, outlined sessions its signature,
+            {book.title}: heat is the question's activation, outlined sessions the last round's signature,
             numbered marks the passages read in that round
             {quote ? ", the pin the quote" : ""}. Hover a mark to read it.
           </span>
