@@ -29,6 +29,8 @@ pytestmark = pytest.mark.integration
 DIST = REPO / "ui" / "dist"
 QUESTION = "What did the father bring back for Cinderella?"
 FOLLOW_UP = "And what did she do with it?"
+REFINED = "Who helped Cinderella sort the lentils from the ashes?"
+"""A question the extractive reader refines over rounds (its map fills in before the answer)."""
 WAIT_MS = 180_000
 
 
@@ -137,7 +139,7 @@ def test_the_page_shows_the_step_then_maps_the_passages_read_and_the_quote(
     page.set_default_timeout(WAIT_MS)
     page.goto(page_and_server)
     page.evaluate(RECORD_STEPS)
-    page.get_by_test_id("question").fill(QUESTION)
+    page.get_by_test_id("question").fill(REFINED)
     page.get_by_role("button", name="Ask").click()
     page.get_by_test_id("answer").first.wait_for()
 
@@ -145,6 +147,8 @@ def test_the_page_shows_the_step_then_maps_the_passages_read_and_the_quote(
     from_server = [s for s in steps if s["step"] != "activating the signature"]
     assert any(s["answers"] == 0 for s in from_server), steps  # a step before the answer
     assert {s["step"] for s in from_server} & {"retrieving (round 1)", "reading round 1"}
+    # the map fills in round by round: marks of a round drawn before the answer came
+    assert any(s["marks"] > 0 and s["answers"] == 0 for s in steps), steps
 
     thread_id = parse_qs(urlparse(page.url).query)["threadId"][0]
     parts = reply_parts_of(api_of(page_and_server), thread_id)

@@ -227,3 +227,17 @@ def test_a_missing_or_damaged_trace_gives_no_map_and_one_clear_error(
         write_map({"answer": "old run"}, tmp_path / "old.svg")
     with pytest.raises(MapError, match=r"\.svg, \.png, \.html"):
         write_map(result, tmp_path / "map.pdf")
+
+
+def test_a_library_map_shows_the_books_touched_then_the_chosen_books_strip(
+    deps: Deps, tmp_path: Path
+) -> None:
+    result = result_json(ask(deps, "Where did Tobin the miller count the sacks of gold?", None))
+    view = map_view(result)
+    assert view is not None and [b["doc_id"] for b in view.books] == ["tale", "cinderella"]
+    assert result["quote"]["doc_id"] == view.book["doc_id"] == "tale"  # the quote's book
+    marked = {m.unit_id for m in view.marks}
+    read = [p for s in result["trace"] for p in s["read_passages"]]
+    assert marked == {p["unit_id"] for p in read if p["doc_id"] == "tale"}
+    svg = write_map(result, tmp_path / "library.svg").read_text()
+    assert "books the question touched" in svg and "CHAPTER II" in svg
