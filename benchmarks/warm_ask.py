@@ -9,6 +9,7 @@ For each backend (``--llm``: local, extractive or both) on the demo question and
 * ``answer_s``: the answer alone: one process answers the question twice through ``ask``'s
   own function and the second is timed (what ``mindscape demo`` shows per question).
 
+``same_output`` says whether every cold and warm ask printed the same ``--json`` object.
 Ratios: ``warm_later_s / answer_s`` (target <= 1.3), ``warm_first_s - cold_s`` (target <= 1 s),
 and for extractive ``warm_later_s`` itself (target <= 1.5 s). Each command is a child process
 timed by the wall clock, so the figures include Python's start-up. The load average before and
@@ -41,8 +42,8 @@ QUESTION = "Who helped Cinderella sort the lentils from the ashes?"
 MINDSCAPE = [sys.executable, "-m", "mindscape"]
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> float:
-    """Wall seconds of one command (which must succeed)."""
+def timed(cmd: list[str], env: dict[str, str], outputs: list[str] | None = None) -> float:
+    """Wall seconds of one command (which must succeed); its stdout goes to `outputs`."""
     start = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -50,6 +51,8 @@ def timed(cmd: list[str], env: dict[str, str]) -> float:
         sys.exit(f"failed: {' '.join(cmd)}\n{done.stderr}")
     if "answering in this process" in done.stderr:
         sys.exit(f"the warm process did not answer: {done.stderr.strip()}")
+    if outputs is not None:
+        outputs.append(done.stdout)
     return seconds
 
 
@@ -67,10 +70,12 @@ def answer_seconds(store: str, llm: str) -> None:
 
 def measure(store: str, llm: str, repeats: int, env: dict[str, str]) -> dict[str, Any]:
     """The four figures of one backend."""
-    ask = [*MINDSCAPE, "ask", QUESTION, "--store", store, "--llm", llm]
-    cold = [timed([*ask, "--no-warm"], env) for _ in range(repeats)]
-    first = timed(ask, env)
-    later = [timed(ask, env) for _ in range(repeats)]
+    ask = [*MINDSCAPE, "ask", QUESTION, "--store", store, "--llm", llm, "--json"]
+    cold_out: list[str] = []
+    warm_out: list[str] = []
+    cold = [timed([*ask, "--no-warm"], env, cold_out) for _ in range(repeats)]
+    first = timed(ask, env, warm_out)
+    later = [timed(ask, env, warm_out) for _ in range(repeats)]
     status = subprocess.run(
         [*MINDSCAPE, "serve", "--status", "--json"], env=env, capture_output=True, text=True
     )
@@ -93,6 +98,7 @@ def measure(store: str, llm: str, repeats: int, env: dict[str, str]) -> dict[str
         "warm_rss_mb": held.get("rss_mb"),
         "model_servers": len(held.get("model_servers") or []),
         "embedders": held.get("embedders"),
+        "same_output": len({*cold_out, *warm_out}) == 1,
     }
     row["later_over_answer"] = round(row["warm_later_s"] / max(row["answer_s"], 1e-9), 2)
     row["first_minus_cold_s"] = round(row["warm_first_s"] - row["cold_s"], 2)
@@ -139,6 +145,7 @@ def main() -> None:
     cols = [
         "llm", "cold_s", "warm_first_s", "warm_later_s", "answer_s", "later_over_answer",
         "first_minus_cold_s", "cold_over_later", "warm_rss_mb", "model_servers", "embedders",
+        "same_output",
     ]  # fmt: skip
     print(" | ".join(cols))
     for row in rows:

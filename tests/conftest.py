@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,21 @@ for _key, _value in {
     "MINDSCAPE_WARM": "0",
 }.items():
     os.environ[_key] = _value
+# ...and a warm process that some test starts all the same finds its socket in a folder of
+# this run's own, never the user's.
+os.environ["MINDSCAPE_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="mindscape-test-run-")
+atexit.register(shutil.rmtree, os.environ["MINDSCAPE_RUNTIME_DIR"], ignore_errors=True)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """No warm process outlives the suite: stop one a test left in the run's folder (the
+    warm tests stop their own; this is the net under them)."""
+    from mindscape.warm import client, common
+
+    info = common.read_info() or {}
+    if info.get("pid") not in (None, os.getpid()):
+        client.stop()
+
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = Path(os.environ.get("MINDSCAPE_BENCH", REPO.parent / "shared" / "bench"))

@@ -332,3 +332,25 @@ def test_the_runtime_folder_must_be_this_users(
     monkeypatch.setattr(os, "getuid", lambda: runtime.stat().st_uid + 1)
     with pytest.raises(common.WarmUnavailable, match="belongs to another user"):
         common.runtime_dir()
+
+
+def test_a_caller_whose_folder_is_gone_fails_alone(
+    warm: Callable[..., WarmServer], runtime: Path, tmp_path: Path
+) -> None:
+    """A question from a folder that no longer exists fails (its caller answers in its own
+    process); the warm process is back in its own folder for the next one."""
+    warm()
+    home = os.getcwd()
+
+    def raw(cwd: Path) -> dict[str, Any]:
+        request = {"op": "ask", "version": common.version(), "env": common.settings_env()}
+        with socket.socket(socket.AF_UNIX) as conn:
+            conn.connect(str(runtime / common.SOCKET))
+            common.send(conn, {**request, "cwd": str(cwd), "args": {"question": "q"}})
+            got = list(iter(common.Lines(conn).next, None))
+        return got[-1]
+
+    assert raw(tmp_path / "gone")["failed"].startswith("FileNotFoundError")
+    assert os.getcwd() == home
+    assert raw(tmp_path) == {"result": {"answer": "you asked q", "cwd": str(tmp_path)}}
+    assert os.getcwd() == home

@@ -325,16 +325,16 @@ class WarmServer:
     def _answer(self, request: dict[str, Any], reply: _Reply) -> dict[str, Any]:
         """Run the question with the caller's options, directory and output streams."""
         args = argparse.Namespace(**request.get("args", {}))
-        with caller_context(reply, request.get("cwd") or "/", request.get("tty") or [0, 0]):
-            try:
+        try:
+            with caller_context(reply, request.get("cwd") or "/", request.get("tty") or [0, 0]):
                 if getattr(args, "store", None):
                     self._fresh(args.store)
                 return {"result": self.answer(args)}
-            except (MindscapeError, ValueError) as exc:
-                return {"error": str(exc)}
-            except Exception as exc:  # noqa: BLE001 - the caller answers in its own process
-                logger.exception("the question failed")
-                return {"failed": f"{type(exc).__name__}: {exc}"}
+        except (MindscapeError, ValueError) as exc:
+            return {"error": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - the caller answers in its own process
+            logger.exception("the question failed")  # into this process's log
+            return {"failed": f"{type(exc).__name__}: {exc}"}
 
     def _fresh(self, store: str) -> None:
         """Forget a store whose manifest changed since it was opened here (indexed again), so
@@ -430,18 +430,17 @@ class _Logs(logging.Handler):
 def caller_context(reply: _Reply, cwd: str, tty: list[Any]) -> Iterator[None]:
     """The caller's working directory and output streams, and its share of the log."""
     home = os.getcwd()
+    os.chdir(cwd)  # first: a folder that is gone fails the question before anything changes
     streams = sys.stdout, sys.stderr
     logs = _Logs(reply)
     logging.getLogger("mindscape").addHandler(logs)
-    os.chdir(cwd)
     sys.stdout, sys.stderr = _Stream(reply, "out", tty[0]), _Stream(reply, "err", tty[1])
     try:
         yield
     finally:
-        sys.stdout.flush()
         sys.stdout, sys.stderr = streams
-        os.chdir(home)
         logging.getLogger("mindscape").removeHandler(logs)
+        os.chdir(home)
 
 
 def serve(idle_minutes: float, quiet: bool = False) -> None:
