@@ -52,6 +52,8 @@ SYNTHETIC_TITLE = re.compile(r"^Part \d+$")
 SPLIT_TITLE = re.compile(r"\s+\(part \d+\)$")
 """The suffix of a long chapter's later parts: one label per chapter."""
 CHUNK_ID = re.compile(r":c(\d+)$")
+SHOWN_CHARS = 600
+"""Longest passage text a front end is sent (:func:`shown_step`); the map shows less."""
 NO_QUOTE = {"", "no evidence"}
 
 STEPS = {
@@ -258,6 +260,24 @@ def read_passages(state: QAState, attempt: Attempt | None) -> list[TracePassage]
             )
         )
     return out
+
+
+def shown_step(step: dict[str, Any], chars: int = SHOWN_CHARS) -> dict[str, Any]:
+    """A trace step as a front end is sent it: each passage read cut to `chars` characters
+    (the extractive reader reads whole chunks and summaries, a hundred a question; a chat
+    thread keeps every reply's trace)."""
+    passages = step.get("read_passages")
+    if not isinstance(passages, list):
+        return step
+    cut = [
+        {**p, "text": _cut(str(p.get("text", "")), chars)} if isinstance(p, dict) else p
+        for p in passages
+    ]
+    return {**step, "read_passages": cut}
+
+
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
 # --------------------------------------------------------------------------- the quote

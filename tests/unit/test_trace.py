@@ -21,7 +21,7 @@ from mindscape.deps import Deps
 from mindscape.graphs.qa import build_qa_graph
 from mindscape.reading_map import MapError, map_view, write_map
 from mindscape.reasoners import grounding
-from mindscape.trace import chapters, spans, step_of
+from mindscape.trace import chapters, shown_step, spans, step_of
 from tests.conftest import STORY
 from tests.fakes import HashingEmbedder
 
@@ -157,6 +157,14 @@ def test_the_trace_only_observes_same_answer_no_extra_retrieval_or_model_call(
     for key in ("answer", "confidence", "sufficient", "evidence", "signature", "rounds"):
         assert traced[key] == bare[key]
     assert traced["llm_calls"] == bare["llm_calls"] == 0
+
+
+def test_a_front_end_is_sent_each_passage_cut_short(out: dict[str, Any]) -> None:
+    step = out["trace"][0]
+    shown = shown_step(step, chars=50)
+    assert all(len(p["text"]) <= 50 for p in shown["read_passages"])
+    assert [p["unit_id"] for p in shown["read_passages"]] == step["read"]
+    assert shown_step({"round": 1}) == {"round": 1}  # a step without passages: as it is
 
 
 def test_steps_name_where_the_run_is() -> None:

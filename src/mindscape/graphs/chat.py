@@ -38,6 +38,7 @@ from mindscape.errors import MindscapeError
 from mindscape.graphs.qa import QAGraph, build_qa_graph
 from mindscape.llm.usage import Usage
 from mindscape.state import QAInput, answer_step
+from mindscape.trace import shown_step
 
 REWRITE_TOKENS = 60
 """Most tokens of a rewritten question."""
@@ -149,7 +150,8 @@ def reply_parts(out: dict[str, Any], asked: str = "", threshold: float = 0.5) ->
     """What a reply shows, as data: the answer, the passages it read (quoted, with their
     place), the round that answered, its confidence and whether it is trusted (the loop
     accepted it: sufficient, at `threshold` or above), the run's rounds, calls and tokens,
-    and the map's data: the trace round by round, the books touched and the quote.
+    and the map's data: the trace round by round (each passage read cut to
+    :data:`~mindscape.trace.SHOWN_CHARS`), the books touched and the quote.
     The chat page (``ui/``) renders it from the message's ``additional_kwargs["mindscape"]``;
     other front ends read :func:`reply_text`."""
     step: dict[str, Any] = dict(answer_step(out) or {})
@@ -172,7 +174,7 @@ def reply_parts(out: dict[str, Any], asked: str = "", threshold: float = 0.5) ->
         and float(out.get("confidence", 0.0)) >= threshold,
         **{k: out.get(k, 0) for k in ("rounds", "llm_calls", "tokens_in", "tokens_out")},
         # the map's data (mindscape.trace): the page draws the reply's map from these
-        "trace": list(out.get("trace") or []),
+        "trace": [shown_step(s) for s in out.get("trace") or []],
         "books": list(out.get("books") or []),
         "quote": out.get("quote"),
     }
@@ -261,7 +263,8 @@ def ask_streaming(qa: QAGraph, payload: QAInput, ctx: Context, runtime: Any) -> 
         if mode == "values":
             out = dict(cast(dict[str, Any], chunk))
         elif writer is not None:
-            writer(chunk)
+            event = cast(dict[str, Any], chunk)
+            writer({**event, "step": shown_step(event["step"])} if "step" in event else event)
     return out
 
 
