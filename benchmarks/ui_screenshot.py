@@ -4,7 +4,8 @@
 
 Starts ``langgraph dev`` and the built page (``make ui-build``) as ``mindscape ui`` does, asks
 the demo's story a question and a follow-up in one thread in the system Chromium, opens the
-passages read, and saves the page. Prints each answer and how long it took.
+passages read and the last reply's quote (its map's pin), and saves the page. Prints each
+answer and how long it took.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ def main() -> None:
                 print(f"{question} → {answer} ({time.monotonic() - t0:.1f} s)")
             for summary in page.locator("details summary").all():
                 summary.click()
+            pins = page.get_by_test_id("pin")
+            if pins.count():  # the last reply's map: its quote opened
+                pins.last.click(force=True)
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=args.out, full_page=True)
             browser.close()

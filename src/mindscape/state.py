@@ -3,7 +3,8 @@
 Three TypedDicts (data-enrichment's pattern):
 
 * :class:`QAInput`: the public contract (question, document or series, task, options);
-* :class:`QAOutput`: the public result (answer, confidence, evidence, signature, trace, cost);
+* :class:`QAOutput`: the public result (answer, confidence, evidence, signature, trace with
+  the books touched and the quote (:mod:`mindscape.trace`), cost);
 * :class:`QAState`: both plus the loop's internals, with reducers next to the fields.
 
 Everything in the state is plain JSON data (dicts, lists, strings, numbers), so it
