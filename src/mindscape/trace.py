@@ -66,7 +66,7 @@ STEPS = {
     "STOP": "answering",
 }
 """The step a run is in after each progress event (the page keeps its own copy in
-ui/src/App.tsx, ``stepOf``)."""
+ui/src/ReadingMap.tsx, ``stepOf``)."""
 
 
 def step_of(event: dict[str, Any]) -> str | None:
