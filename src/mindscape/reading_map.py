@@ -313,7 +313,7 @@ def page(view: MapView, svg: str) -> str:
     """The HTML page: the map, then the quote and the passages read, round by round."""
     body = svg[svg.index("<svg") :]
     rows = "\n".join(
-        f'<li value="{m.round}"><b>round {m.round}</b> · {html.escape(m.unit_id)} '
+        f'<li class="mark"><b>round {m.round}</b> · {html.escape(m.unit_id)} '
         f"({html.escape(m.layer)}): {html.escape(_clip(m.text))}</li>"
         for m in view.marks
     )
@@ -336,8 +336,8 @@ padding-left:.7rem}}cite{{display:block;color:#6b7080;font-size:.8rem}}li{{margi
 <h2>The quote</h2>
 {quote}
 <h2>Passages read</h2>
-<ol>
+<ul>
 {rows}
-</ol>
+</ul>
 </body></html>
 """
