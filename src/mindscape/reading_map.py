@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import html
 import io
-import xml.etree.ElementTree as ET
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,6 @@ TITLE_CHARS = 400
 """Longest passage text in a mark's tooltip."""
 MAX_LABELS = 30
 """Most chapter labels drawn (a book with more labels every second, third… chapter)."""
-SVG_NS = "http://www.w3.org/2000/svg"
 
 
 class MapError(MindscapeError):
@@ -273,40 +272,43 @@ def _clip(text: str, n: int = TITLE_CHARS) -> str:
 
 def with_titles(svg: str, view: MapView) -> str:
     """`svg` with a hover tooltip (an SVG ``<title>``) on each mark and on the pin: each
-    round's dots are one group of ``<use>`` elements, in the order of its marks; each becomes
-    ``<g id="mark-N">`` with its passage as title (N counts the marks in order)."""
-    ET.register_namespace("", SVG_NS)
-    ET.register_namespace("xlink", "http://www.w3.org/1999/xlink")
-    root = ET.fromstring(svg)
-    groups = {g.get("id"): g for g in root.iter(f"{{{SVG_NS}}}g") if g.get("id")}
+    round's dots are one group (``marks-rN``) of ``<use>`` elements in the order of its marks;
+    each becomes ``<g id="mark-K">`` with its passage as title (K counts the marks in order).
+    A string pass, not a parsed tree: the SVG of a long book's map holds thousands of
+    elements."""
+    out: list[str] = []
+    pos = 0
     n = 0
     for r in sorted({m.round for m in view.marks}):
         marks = [m for m in view.marks if m.round == r]
-        dots = groups.get(f"marks-r{r}")
-        numbers = groups.get(f"numbers-r{r}")
-        if numbers is not None:
-            numbers.set("style", "pointer-events: none")
-        if dots is None:
+        start = svg.find(f'<g id="marks-r{r}">', pos)
+        if start < 0:
             continue
-        parents = [(p, u) for p in dots.iter() for u in list(p) if u.tag == f"{{{SVG_NS}}}use"]
-        for (parent, use), m in zip(parents, marks, strict=False):
-            wrapper = ET.Element(f"{{{SVG_NS}}}g", {"id": f"mark-{n}"})
-            title = ET.SubElement(wrapper, f"{{{SVG_NS}}}title")
-            title.text = f"round {m.round} · {m.unit_id}: {_clip(m.text)}"
-            parent.insert(list(parent).index(use), wrapper)
-            parent.remove(use)
-            wrapper.append(use)
+        stop = svg.find('<g id="', start + 1)
+        stop = len(svg) if stop < 0 else stop
+        out.append(svg[pos:start])
+        body = svg[start:stop]
+        uses = list(re.finditer(r"<use [^>]*/>", body))
+        last = 0
+        for use, m in zip(uses, marks, strict=False):
+            tip = html.escape(f"round {m.round} · {m.unit_id}: {_clip(m.text)}", quote=False)
+            out.append(body[last : use.start()])
+            out.append(f'<g id="mark-{n}"><title>{tip}</title>{use.group(0)}</g>')
+            last = use.end()
             n += 1
-    pin = groups.get("pin")
-    if pin is not None and view.quote:
-        title = ET.Element(f"{{{SVG_NS}}}title")
-        title.text = (
-            f"the quote (round {view.quote.get('round')}): {_clip(str(view.quote.get('text', '')))}"
+        out.append(body[last:])
+        pos = stop
+    out.append(svg[pos:])
+    text = "".join(out)
+    for r in {m.round for m in view.marks}:
+        text = text.replace(
+            f'<g id="numbers-r{r}">', f'<g id="numbers-r{r}" style="pointer-events: none">'
         )
-        pin.insert(0, title)
-    return '<?xml version="1.0" encoding="utf-8" standalone="no"?>\n' + ET.tostring(
-        root, encoding="unicode"
-    )
+    if view.quote:
+        quote = _clip(str(view.quote.get("text", "")))
+        tip = html.escape(f"the quote (round {view.quote.get('round')}): {quote}", quote=False)
+        text = text.replace('<g id="pin">', f'<g id="pin"><title>{tip}</title>', 1)
+    return text
 
 
 def page(view: MapView, svg: str) -> str:
