@@ -9,7 +9,9 @@ For each backend (``--llm``: local, extractive or both) on the demo question and
 * ``answer_s``: the answer alone: one process answers the question twice through ``ask``'s
   own function and the second is timed (what ``mindscape demo`` shows per question).
 
-``same_output`` says whether every cold and warm ask printed the same ``--json`` object.
+``same_output`` says whether every cold and warm ask printed the same ``--json`` object;
+``differ_cold`` and ``differ_cold_warm`` name the fields that differ among the cold asks, and
+among all of them (the local model's replies can vary between fresh servers too).
 Ratios: ``warm_later_s / answer_s`` (target <= 1.3), ``warm_first_s - cold_s`` (target <= 1 s),
 and for extractive ``warm_later_s`` itself (target <= 1.5 s). Each command is a child process
 timed by the wall clock, so the figures include Python's start-up. The load average before and
@@ -56,6 +58,22 @@ def timed(cmd: list[str], env: dict[str, str], outputs: list[str] | None = None)
     return seconds
 
 
+def differences(outputs: list[str]) -> dict[str, list[Any]]:
+    """The fields of the ``--json`` outputs that are not the same in all, each with its
+    values (evidence and trace shortened to what differs in them: their length or which
+    items)."""
+    rows = [json.loads(o) for o in outputs]
+    out: dict[str, list[Any]] = {}
+    for key in rows[0]:
+        values = [r.get(key) for r in rows]
+        if any(v != values[0] for v in values[1:]):
+            short = [v if not isinstance(v, list) else f"{len(v)} items" for v in values]
+            if len(set(map(str, short))) == 1:  # same length: which items differ
+                short = [[i for i, item in enumerate(v) if item != values[0][i]] for v in values]
+            out[key] = short
+    return out
+
+
 def answer_seconds(store: str, llm: str) -> None:
     """(Child mode) print the seconds of a second answer in one process."""
     from mindscape.cli import build_parser
@@ -99,6 +117,8 @@ def measure(store: str, llm: str, repeats: int, env: dict[str, str]) -> dict[str
         "model_servers": len(held.get("model_servers") or []),
         "embedders": held.get("embedders"),
         "same_output": len({*cold_out, *warm_out}) == 1,
+        "differ_cold": differences(cold_out),
+        "differ_cold_warm": differences(cold_out + warm_out),
     }
     row["later_over_answer"] = round(row["warm_later_s"] / max(row["answer_s"], 1e-9), 2)
     row["first_minus_cold_s"] = round(row["warm_first_s"] - row["cold_s"], 2)

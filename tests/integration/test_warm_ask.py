@@ -204,6 +204,8 @@ def test_two_asks_at_once_both_answer(
     for child, (out, err) in zip(children, done, strict=True):
         assert child.returncode == 0 and err == "" and out == here
     assert served() == (pid, before + 2)
+    held = client.status() or {}
+    assert held["embedders"] == 1 and held["model_servers"] == []  # one of each, however many
 
 
 def test_a_store_indexed_again_is_read_afresh(

@@ -1,7 +1,9 @@
-"""``python -m mindscape.warm``: the warm process, as ``ask`` starts it in the background
-(``mindscape serve`` without the command line's start-up: no other command is imported)."""
+"""``python -m mindscape.warm [--llm BACKEND]``: the warm process, as ``ask`` starts it in the
+background (``mindscape serve`` without the command line's start-up: no other command is
+imported). ``--llm`` is the first ask's backend, to have ready before its question comes."""
 
 import os
+import sys
 
 from mindscape.warm.common import idle_minutes
 from mindscape.warm.server import serve
@@ -12,4 +14,5 @@ for _key, _value in {
     "TOKENIZERS_PARALLELISM": "false",
 }.items():  # as `mindscape.cli.main` sets them
     os.environ.setdefault(_key, _value)
-serve(idle_minutes())
+llm = sys.argv[2] if sys.argv[1:2] == ["--llm"] and len(sys.argv) > 2 else None
+serve(idle_minutes(), llm=llm)

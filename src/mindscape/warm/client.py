@@ -83,7 +83,7 @@ def ask(args: argparse.Namespace) -> dict[str, Any]:
         "tty": [_isatty(sys.stdout), _isatty(sys.stderr)],
         "args": options(args),
     }
-    conn, pid = connect(start=True)
+    conn, pid = connect(start=True, llm=getattr(args, "llm", None))
     me = f"the warm process (pid {pid})"
     with conn:
         try:
@@ -145,10 +145,11 @@ def _isatty(stream: Any) -> bool:
 
 
 # ---- finding or starting the warm process
-def connect(*, start: bool) -> tuple[socket.socket, int | str]:
+def connect(*, start: bool, llm: str | None = None) -> tuple[socket.socket, int | str]:
     """A connection to the warm process and its pid; with `start`, one is started when none
-    runs. WarmUnavailable when there is one that cannot be reached (its pid died: its files
-    are removed, so the next ``ask`` starts a fresh one)."""
+    runs (with `llm`, the backend it readies first). WarmUnavailable when there is one that
+    cannot be reached (its pid died: its files are removed, so the next ``ask`` starts a
+    fresh one)."""
     info = read_info()
     try:
         return _connect(), (info or {}).get("pid", "?")
@@ -162,7 +163,7 @@ def connect(*, start: bool) -> tuple[socket.socket, int | str]:
         raise WarmUnavailable(f"the warm process (pid {pid}) had died; the next ask starts one")
     if not start:
         raise WarmUnavailable("no warm process is running")
-    return _start()
+    return _start(llm)
 
 
 def _connect() -> socket.socket:
@@ -176,12 +177,13 @@ def _connect() -> socket.socket:
     return conn
 
 
-def _start() -> tuple[socket.socket, int | str]:
+def _start(llm: str | None) -> tuple[socket.socket, int | str]:
     """Start a warm process in the background and connect to it once it listens (or to the
     one another ``ask`` started at the same moment)."""
     with path(LOG).open("ab") as log:
         child = subprocess.Popen(
-            [sys.executable, "-m", "mindscape.warm"],  # `mindscape serve`, started sooner
+            # `mindscape serve`, started sooner; --llm: the backend to have ready
+            [sys.executable, "-m", "mindscape.warm", *(["--llm", llm] if llm else [])],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,

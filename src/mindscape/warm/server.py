@@ -109,10 +109,13 @@ class WarmServer:
         idle_minutes: float,
         answer: Callable[[argparse.Namespace], dict[str, Any]] = ask_in_this_process,
         preload: bool = True,
+        llm: str | None = None,
     ) -> None:
         self.idle_s = idle_minutes * 60
         self.answer = answer
         self.preload = preload
+        self.llm = llm
+        """The backend to have ready (``ask``'s ``--llm``; None: the environment's)."""
         self.version = version()
         self.env = settings_env()
         self.models = model_stamps()
@@ -213,8 +216,12 @@ class WarmServer:
         return None
 
     def _preload(self) -> None:
-        """Import the QA graph and load the default embedder before the first question."""
+        """Before the first question: import the QA graph and load the default embedder here
+        while the local model's server starts beside (its own process loads the model, so
+        the two overlap); the first question waits for both."""
         with self.answer_lock:
+            model = threading.Thread(target=self._preload_model, name="warm-model")
+            model.start()
             try:
                 import mindscape.graphs.qa  # noqa: F401
                 from mindscape.embeddings import load_embedder
@@ -222,6 +229,20 @@ class WarmServer:
                 load_embedder()
             except Exception as exc:  # noqa: BLE001 - the first question will say it properly
                 logger.warning("preloading failed: %s", exc)
+            model.join()
+
+    def _preload_model(self) -> None:
+        """Start the local model's server when the backend (:attr:`llm`, else the
+        environment's) resolves to the local model: the one a question's chat model uses."""
+        try:
+            from mindscape.llm import LLMSettings
+            from mindscape.llm.chat import local_base_url
+
+            settings = LLMSettings.from_env(backend=self.llm).resolved()
+            if settings.backend == "local" and settings.base_url is None:
+                local_base_url(settings)
+        except Exception as exc:  # noqa: BLE001 - the first question will say it properly
+            logger.warning("starting the local model failed: %s", exc)
 
     # ---- what --status shows
     def info(self) -> dict[str, Any]:
@@ -443,10 +464,11 @@ def caller_context(reply: _Reply, cwd: str, tty: list[Any]) -> Iterator[None]:
         os.chdir(home)
 
 
-def serve(idle_minutes: float, quiet: bool = False) -> None:
+def serve(idle_minutes: float, quiet: bool = False, llm: str | None = None) -> None:
     """Run the warm process in this process until it stops (``mindscape serve``); its own
     lines (start, stop and why) go to stderr unless `quiet`. The warnings of a question go
-    to its caller, which shows them unless its ``ask`` is quiet."""
+    to its caller, which shows them unless its ``ask`` is quiet. `llm` is the backend to have
+    ready (None: the environment's)."""
     log = logging.getLogger("mindscape.warm")
     if not log.handlers:
         handler = logging.StreamHandler(sys.stderr)
@@ -455,7 +477,7 @@ def serve(idle_minutes: float, quiet: bool = False) -> None:
         log.propagate = False
     log.setLevel(logging.WARNING if quiet else logging.INFO)
     logging.getLogger("mindscape").setLevel(logging.WARNING)  # the callers' --quiet decides
-    WarmServer(idle_minutes=idle_minutes).run()
+    WarmServer(idle_minutes=idle_minutes, llm=llm).run()
     served = sys.modules.get("mindscape.llm.server")
     if served is not None:
         served.stop_all()  # the local model's server goes with this process (atexit would too)
