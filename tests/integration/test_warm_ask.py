@@ -208,6 +208,20 @@ def test_two_asks_at_once_both_answer(
     assert held["embedders"] == 1 and held["model_servers"] == []  # one of each, however many
 
 
+def test_two_first_asks_at_once_share_one_warm_process(
+    runtime: Path, qa_store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """None runs; two asks start at once: each may start one, one of those serves both."""
+    client.stop()
+    full = [Q, "--store", str(qa_store), "--llm", "extractive", "--json", "--preset", "naive"]
+    children = [cli("ask", *full), cli("ask", *full)]
+    done = [child.communicate(timeout=300) for child in children]
+    here, _ = ask(capsys, *full, "--no-warm")
+    for child, (out, err) in zip(children, done, strict=True):
+        assert child.returncode == 0 and err == "" and out == here
+    assert served()[1] == 2
+
+
 def test_a_store_indexed_again_is_read_afresh(
     runtime: Path,
     qa_store: Path,

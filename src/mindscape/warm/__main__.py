@@ -5,6 +5,7 @@ imported). ``--llm`` is the first ask's backend, to have ready before its questi
 import os
 import sys
 
+from mindscape.errors import MindscapeError
 from mindscape.warm.common import idle_minutes
 from mindscape.warm.server import serve
 
@@ -15,4 +16,7 @@ for _key, _value in {
 }.items():  # as `mindscape.cli.main` sets them
     os.environ.setdefault(_key, _value)
 llm = sys.argv[2] if sys.argv[1:2] == ["--llm"] and len(sys.argv) > 2 else None
-serve(idle_minutes(), llm=llm)
+try:
+    serve(idle_minutes(), llm=llm)
+except MindscapeError as exc:  # another ask started one at the same moment: it serves
+    sys.exit(f"mindscape warm: {exc}")
