@@ -147,3 +147,39 @@ def test_without_a_verifier_a_plain_answer_is_not_called_grounded() -> None:
     chat = ScriptedChatModel(responses=[reply("a kind fairy", [-0.05, -0.05, -0.05])])
     a = reasoner(chat).plain_answer(AnswerRequest(QUESTION, "open"), shown(), Usage())
     assert "grounding" not in a and a["confidence"] < 0.5  # try_answer names its level
+
+
+def test_the_shipped_verifier_loads_and_scores_dev_as_its_manifest_says() -> None:
+    """The committed model.json matches its manifest and, on the committed dev readings, gives
+    the AUROC the manifest (and the model card) records; it ranks the restated question below
+    the passage's answer."""
+    from sklearn.metrics import roc_auc_score
+
+    from mindscape.reasoners.verifier import VERIFIER_DIR
+
+    verifier = load_verifier.__wrapped__(VERIFIER_DIR)
+    manifest = json.loads((VERIFIER_DIR / MANIFEST).read_text())
+    dev_file = "docs/results/reader/fairytaleqa-dev60/readings.jsonl"
+    recorded = manifest["figures"][dev_file]
+    root = Path(__file__).resolve().parents[2]
+    rows = [json.loads(line) for line in (root / dev_file).read_text().splitlines() if line]
+    rows = [r for r in rows if r["variant"] == "plain" and r.get("evidence", "gold") == "gold"]
+    assert len(rows) == recorded["n"]
+    p = [
+        verifier.probability(
+            Reading(
+                r["question"],
+                r["answer"],
+                r["passage"],
+                tuple(r["logprobs"]),
+                tuple(r.get("sampled") or ()),
+            )
+        )
+        for r in rows
+    ]
+    assert roc_auc_score([r["f1"] >= 0.5 for r in rows], p) == pytest.approx(recorded["auroc"])
+    right = verifier.probability(Reading(QUESTION, "two white pigeons", PASSAGE, (-0.2,)))
+    restated = verifier.probability(
+        Reading(QUESTION, "Cinderella picked the lentils", PASSAGE, (-0.2,))
+    )
+    assert right > restated
