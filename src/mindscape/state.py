@@ -388,6 +388,9 @@ class QAOutput(TypedDict):
     """LLM calls made (re-asks included)."""
     tokens_in: NotRequired[Annotated[int, operator.add]]
     tokens_out: NotRequired[Annotated[int, operator.add]]
+    tokens_cached: NotRequired[Annotated[int, operator.add]]
+    """Prompt tokens the model did not read again (answers sampled over a prompt it had just
+    read); not in ``tokens_in`` nor in the token budget."""
     llm_fallbacks: NotRequired[Annotated[int, operator.add]]
     """Model answers that stayed malformed after one re-ask; the role's extractive fallback
     ran instead (the run goes on)."""
@@ -444,5 +447,12 @@ def answer_step(output: QAOutput | dict[str, Any]) -> TraceStep | None:
     return next((s for s in output.get("trace") or [] if s.get("round") == round_), None)
 
 
-COUNTERS: tuple[str, ...] = ("rounds", "llm_calls", "tokens_in", "tokens_out", "llm_fallbacks")
+COUNTERS: tuple[str, ...] = (
+    "rounds",
+    "llm_calls",
+    "tokens_in",
+    "tokens_out",
+    "tokens_cached",
+    "llm_fallbacks",
+)
 """The additive counters of the state."""

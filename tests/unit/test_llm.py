@@ -422,6 +422,19 @@ def test_a_sampled_client_decodes_and_caches_on_its_own() -> None:
     assert llm.cache_key("q") == _llm(scripted()).cache_key("q")  # unsampled keys unchanged
 
 
+def test_a_client_over_a_cached_prompt_counts_its_input_as_cached() -> None:
+    """An answer drawn again over the prompt just read costs its output tokens: its input
+    tokens go to ``tokens_cached``, not ``tokens_in`` (which the token budget counts)."""
+    llm = _llm(scripted("greedy", "again"))
+    again = llm.sampled(cached_prompt=True, temperature=0.8, seed=1)
+    llm.complete("the same prompt")
+    first_in = llm.usage.tokens_in
+    again.complete("the same prompt")
+    assert first_in > 0 and llm.usage.tokens_in == first_in
+    assert llm.usage.total("tokens_cached") == first_in and llm.usage.calls == 2
+    assert not llm.cached_prompt and not llm.sampled(seed=2).cached_prompt
+
+
 def test_complete_and_complete_json_do_not_share_cache_entries() -> None:
     cache = DictCache()
     llm = _llm(scripted('```json\n{"a": 1}\n```', '{"a": 1}'), cache=cache)

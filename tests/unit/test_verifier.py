@@ -122,10 +122,14 @@ def test_a_plain_answer_takes_the_verifiers_probability_and_draws_its_samples() 
         responses=[reply("two white pigeons", [-0.1, -0.2, -0.1]), "pigeons", "two pigeons"]
     )
     v = toy(in_passage=2.0, agreement=1.0)
+    usage = Usage()
     a = reasoner(chat, verifier=v, samples=2).plain_answer(
-        AnswerRequest(QUESTION, "open"), shown(), Usage()
+        AnswerRequest(QUESTION, "open"), shown(), usage
     )
     assert len(chat.prompts) == 3  # the answer, then two samples over the same prompt
+    # the samples' prompt is the one just read: cached tokens, outside tokens_in and the budget
+    assert usage.calls == 3 and usage.tokens_in > 0
+    assert usage.total("tokens_cached") == pytest.approx(2 * usage.tokens_in, rel=0.02)
     assert a["grounding"] == "verified"
     expected = v.probability(
         Reading(

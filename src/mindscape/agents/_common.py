@@ -33,8 +33,10 @@ def cost(usage: Usage) -> dict[str, int]:
     """The counter update for the calls recorded in `usage` (with the model answers that were
     unusable after a re-ask, for which the role's extractive fallback ran)."""
     out = {"llm_calls": usage.calls, "tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out}
-    fallbacks = usage.total("unusable")
-    return {**out, "llm_fallbacks": fallbacks} if fallbacks else out
+    for key, name in (("tokens_cached", "tokens_cached"), ("llm_fallbacks", "unusable")):
+        if usage.total(name):
+            out[key] = usage.total(name)
+    return out
 
 
 def doc_scope(state: QAState) -> set[str] | None:

@@ -276,6 +276,7 @@ def record(
         "llm_calls": out.get("llm_calls", 0),
         "tokens_in": out.get("tokens_in", 0),
         "tokens_out": out.get("tokens_out", 0),
+        "tokens_cached": out.get("tokens_cached", 0),
         "llm_fallbacks": out.get("llm_fallbacks", 0),
         "rounds": out.get("rounds", 0),
         "stop_reason": out.get("stop_reason"),

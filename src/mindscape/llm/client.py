@@ -113,6 +113,8 @@ class LLM:
         rejects structured requests (callers may read it to remember the switch)."""
         self.decoding: dict[str, Any] = {}
         """Decoding parameters set by :meth:`sampled` (part of the cache keys when set)."""
+        self.cached_prompt = False
+        """Set by :meth:`sampled`: input tokens are counted as ``tokens_cached``."""
 
     @classmethod
     def from_settings(
@@ -144,13 +146,17 @@ class LLM:
                 return value
         return self.settings.model_name() or type(self.chat).__name__
 
-    def sampled(self, **decoding: Any) -> LLM:
+    def sampled(self, *, cached_prompt: bool = False, **decoding: Any) -> LLM:
         """This client decoding with other parameters (``temperature``, ``top_p``, ``seed``):
         a copy of the chat model with those fields, sharing the cache and the usage ledger.
-        The parameters join its cache keys, so each sampled answer is cached on its own."""
+        The parameters join its cache keys, so each sampled answer is cached on its own.
+        ``cached_prompt``: its prompts are ones the model has just read (an answer drawn again
+        over the same prompt), so their input tokens are counted as ``tokens_cached``, not
+        ``tokens_in``: they cost neither prompt time nor the question's token budget."""
         twin = copy.copy(self)
         twin.chat = self.chat.model_copy(update=decoding)
         twin.decoding = {**self.decoding, **decoding}
+        twin.cached_prompt = cached_prompt
         return twin
 
     def cache_key(self, prompt: str, *, system: str | None = None, schema_name: str = "") -> str:
@@ -179,6 +185,8 @@ class LLM:
                 "tokens_out": self.count_tokens(out),
                 "estimated": 1,
             }
+        if self.cached_prompt:
+            tokens["tokens_cached"] = tokens.pop("tokens_in")
         self.usage.add(role, calls=1, **tokens)
 
     def _invoke(self, runnable: Any, messages: list[BaseMessage], role: str) -> Any:

@@ -13,6 +13,7 @@ _COUNTERS: tuple[str, ...] = (
     "calls",
     "tokens_in",
     "tokens_out",
+    "tokens_cached",
     "cache_hits",
     "retries",
     "estimated",
@@ -25,7 +26,10 @@ class Usage:
     """Thread-safe ledger of LLM calls, kept per role.
 
     Counters: ``calls`` (model responses received, re-asks included), ``tokens_in``,
-    ``tokens_out``, ``cache_hits`` (answers served from the cache, not calls),
+    ``tokens_out``, ``tokens_cached`` (the prompt tokens of a call over a prompt the model
+    has just read, such as an answer sampled again: llama.cpp reuses its cached state, so they
+    are not read again and are not in ``tokens_in``), ``cache_hits`` (answers served from the
+    cache, not calls),
     ``retries`` (transient failures that were retried) and ``estimated`` (calls whose
     token counts were estimated because the model reported none).
     """

@@ -82,9 +82,10 @@ SAMPLE_TEMPERATURE = 0.8
 
 def sample_replies(llm: LLM, prompt: str, system: str, n: int) -> list[str]:
     """`n` plain replies sampled at :data:`SAMPLE_TEMPERATURE` over the same prompt (fixed
-    seeds 1..n; llama.cpp reuses the cached prompt, so each costs its output tokens)."""
+    seeds 1..n; llama.cpp reuses the cached prompt, so each costs its output tokens: its input
+    tokens are counted as ``tokens_cached``)."""
     return [
-        llm.sampled(temperature=SAMPLE_TEMPERATURE, seed=k + 1).complete(
+        llm.sampled(cached_prompt=True, temperature=SAMPLE_TEMPERATURE, seed=k + 1).complete(
             prompt, system=system, role="answer", max_tokens=PLAIN_MAX_TOKENS
         )
         for k in range(n)
