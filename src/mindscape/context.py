@@ -282,7 +282,7 @@ class Context:
         default=False,
         metadata=_d(
             "A plain open answer's confidence is the answer verifier's P(right) (trained on "
-            "FairytaleQA train by `make verifier`, which must run first), which the loop "
+            "FairytaleQA train by `make verifier`; shipped), which the loop "
             "refines on and picks the round by; off: the checks' level capped by the "
             "reader's token probability."
         ),
