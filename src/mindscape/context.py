@@ -278,13 +278,14 @@ class Context:
             "reader given the gold evidence, not the pipeline reading its windows."
         ),
     )
-    verifier: bool = field(
-        default=False,
+    verifier: bool | None = field(
+        default=None,
         metadata=_d(
             "A plain open answer's confidence is the answer verifier's P(right) (trained on "
-            "FairytaleQA train by `make verifier`; shipped), which the loop "
-            "refines on and picks the round by; off: the checks' level capped by the "
-            "reader's token probability."
+            "the local model's answers to FairytaleQA train by `make verifier`; shipped), which "
+            "the loop refines on and picks the round by; off: the checks' level capped by the "
+            "reader's token probability. Default: on for the local model, whose answers it "
+            "was trained on; off for other endpoints."
         ),
     )
     reader_samples: int = field(

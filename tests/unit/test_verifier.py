@@ -187,3 +187,24 @@ def test_the_shipped_verifier_loads_and_scores_dev_as_its_manifest_says() -> Non
         Reading(QUESTION, "Cinderella picked the lentils", PASSAGE, (-0.2,))
     )
     assert right > restated
+
+
+def test_the_verifier_is_on_by_default_for_the_local_model_only() -> None:
+    """Trained on the local model's answers, the shipped verifier judges that model's answers
+    unless told otherwise; another endpoint's answers keep the checks' confidence."""
+    from mindscape.context import Context
+    from mindscape.deps import Deps
+    from tests.fakes import FakeRetriever
+
+    def judge(backend: str, **ctx: object) -> Verifier | None:
+        r = FakeRetriever()
+        settings = LLMSettings(backend=backend)  # type: ignore[arg-type]
+        deps = Deps(
+            chat=ScriptedChatModel(), llm_settings=settings, retriever=r, embedder=r.embedder
+        )
+        reasoner = deps.reasoner(Context(**ctx).resolved())  # type: ignore[arg-type]
+        assert isinstance(reasoner, LLMReasoner)
+        return reasoner.verifier
+
+    assert judge("local") is not None and judge("openai") is None
+    assert judge("local", verifier=False) is None and judge("openai", verifier=True) is not None
