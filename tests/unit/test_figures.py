@@ -145,19 +145,21 @@ def write_run(folder: Path, rows: list[dict]) -> None:
 def test_the_headline_reads_today_s_reruns_once_they_are_committed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Before the reruns, FairytaleQA and QuALITY are labelled as measured before the tie rule
-    and chunk_mode auto; with them, they are today's default, from the new folders."""
+    """Before the rerun with the answer verifier, FairytaleQA and the novels are labelled as
+    measured before it (QuALITY's multiple choice is not judged by it); with the rerun,
+    FairytaleQA is today's default, from the new folder, beside the same gold-evidence run."""
     copy_results(
         tmp_path,
         "docs/results/novels/test",
         "docs/results/novels/test-dense-tie",
         "docs/results/test-runs.jsonl",
-        "docs/results/ranker/local",
-        "docs/results/local/fairytaleqa-test-sample60/ceiling.jsonl",
+        cf.FTQA_V2,
+        cf.QUALITY_V2,
     )
     monkeypatch.setattr(cf, "REPO", tmp_path)
     before = cf.headline_table(cf.headline())
-    assert before.count(cf.STALE) == 3  # two rows and the sentence under the table
+    assert before.count(cf.VERIFIER) == 3  # two rows and the sentence under the table
+    assert f"`{cf.FTQA_V2}/results.jsonl`" in before
     qids = [f"q{n}" for n in range(4)]
 
     def rows(metric: str, naive: list[float], mindscape: list[float]) -> list[dict]:
@@ -167,22 +169,24 @@ def test_the_headline_reads_today_s_reruns_once_they_are_committed(
             for q, v in zip(qids, values, strict=True)
         ]
 
-    ftqa = tmp_path / cf.FTQA_V2
-    write_run(ftqa, rows("f1", [0.5, 0.5, 0.0, 1.0], [1.0, 0.5, 0.5, 1.0]))
-    (ftqa / "ceiling.jsonl").write_text(
+    write_run(tmp_path / cf.FTQA_V3, rows("f1", [0.5, 0.5, 0.0, 1.0], [1.0, 0.5, 0.5, 1.0]))
+    (tmp_path / cf.FTQA_V2 / "ceiling.jsonl").write_text(
         "".join(
             json.dumps({"preset": "ceiling", "qid": q, "metrics": {"f1": 1.0}}) + "\n" for q in qids
         )
     )
-    write_run(tmp_path / cf.QUALITY_V2, rows("accuracy", [1, 0, 0, 1], [1, 1, 0, 1]))
     figs = cf.headline()
-    assert all(f.row.current for f in figs)
+    ftqa_fig, novels, quality = figs
+    assert ftqa_fig.row.current and quality.row.current and not novels.row.current
     table = cf.headline_table(figs)
-    assert cf.STALE not in table and f"`{cf.FTQA_V2}/results.jsonl`" in table
-    ftqa_fig, _, quality = figs
+    assert table.count(cf.VERIFIER) == 2 and f"`{cf.FTQA_V3}/results.jsonl`" in table
     assert (ftqa_fig.naive, ftqa_fig.mindscape, ftqa_fig.ceiling[0]) == (0.5, 0.75, 1.0)
     assert not ftqa_fig.marked  # no FairytaleQA test rows were read for a change
     assert quality.marked  # QuALITY's loop fixes came from its test rows
     status = " ".join(cf.status_lines(figs).split())
     assert "0.500 for `naive`, 0.750 for `mindscape`, 1.000 for the same model" in status
-    assert "today's default" in status and "before the tie rule" not in status
+    assert (
+        "today's default" in status
+        and "Novels (NarrativeQA test, 60 questions of 5 books), measured before the answer verifier"
+        in status
+    )
