@@ -207,6 +207,7 @@ def eval_figures(runs: Sequence[Run], out: Figures) -> None:
             )
         calls = [float(r.get("llm_calls", 0)) for r in recs]
         out.add_value(statistics.mean(calls), 2)
+        out.add_value(confidence_auroc(recs), 3)
         for name in ("tokens_in", "latency_s"):
             values = [float(r[name]) for r in recs if r.get(name) is not None]
             for v in percentiles(values).values():
@@ -221,6 +222,20 @@ def eval_figures(runs: Sequence[Run], out: Figures) -> None:
         for b in runs:
             if a is not b:
                 pair_figures(a, b, out)
+
+
+def confidence_auroc(recs: Sequence[Mapping[str, Any]]) -> float | None:
+    """The AUROC of the runs' answer confidence for a good open answer (F1 >= 0.5); None
+    without both kinds of answer or without confidences."""
+    from sklearn.metrics import roc_auc_score
+
+    scored = [
+        r for r in recs if "f1" in (r.get("metrics") or {}) and r.get("confidence") is not None
+    ]
+    good = [float(r["metrics"]["f1"]) >= 0.5 for r in scored]
+    if not 0 < sum(good) < len(good):
+        return None
+    return float(roc_auc_score(good, [float(r["confidence"]) for r in scored]))
 
 
 def pair_figures(a: Run, b: Run, out: Figures) -> None:
