@@ -380,6 +380,36 @@ def test_the_server_computes_log_probabilities_only_for_the_rows_asked() -> None
         llama_cpp.Llama.logits_to_logprobs = staticmethod(original)
 
 
+def test_a_greedy_reply_is_read_from_an_empty_cache_and_a_sampled_one_reuses_it() -> None:
+    """llama_server's second patch: a temperature-0 generate resets the model state first (as
+    a fresh server reads it), one sampled above 0 keeps the prefix it shares (the answers
+    drawn over the prompt just read); positional or keyword temperature alike; idempotent."""
+    from mindscape.llm.llama_server import fresh_greedy
+
+    class FakeLlama:
+        def __init__(self) -> None:
+            self.n_tokens, self.resets, self.seen = 5, 0, []
+
+        def reset(self) -> None:
+            self.n_tokens, self.resets = 0, self.resets + 1
+
+        def generate(
+            self, tokens: list[int], top_k: int = 40, temp: float = 0.8, reset: bool = True
+        ):  # type: ignore[no-untyped-def]
+            self.seen.append((self.n_tokens, temp))
+            self.n_tokens = len(tokens) + 1
+            return iter(())
+
+    fresh_greedy(FakeLlama)
+    fresh_greedy(FakeLlama)  # idempotent: patched once
+    llama = FakeLlama()
+    llama.generate([1, 2, 3], temp=0.0)
+    llama.generate([1, 2, 3], temp=0.8)
+    llama.generate([1, 2, 3], 40, 0.0)
+    llama.generate([1, 2, 3], temp=0.0, reset=False)
+    assert llama.seen == [(0, 0.0), (4, 0.8), (0, 0.0), (4, 0.0)] and llama.resets == 2
+
+
 def test_a_runtime_that_dies_at_its_first_token_is_reported_with_the_fix(tmp_path: Path) -> None:
     from mindscape.llm.local_model import runtime_works
 

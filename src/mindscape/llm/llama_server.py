@@ -1,7 +1,8 @@
-"""The llama.cpp server (``llama_cpp.server``) with log-probabilities computed for the reply only.
+"""The llama.cpp server (``llama_cpp.server``) with log-probabilities computed for the reply only,
+and greedy replies read from an empty cache.
 
 ``python -m mindscape.llm.llama_server --model … --port …`` runs llama-cpp-python's
-OpenAI-compatible server unchanged, except for one thing. To return a reply's token
+OpenAI-compatible server unchanged, except for two things (the second: :func:`fresh_greedy`). To return a reply's token
 log-probabilities (``logprobs``), llama-cpp-python 0.3.x turns the logits of *every* position,
 prompt included, into log-probabilities, then keeps the reply's rows: for a 650-token prompt
 that is a log-softmax over 650 × 152K values, about 8.6 s of an otherwise 0.7 s cached reply
@@ -63,9 +64,43 @@ def patch_llama() -> None:
     Llama.logits_to_logprobs = staticmethod(logits_to_logprobs)  # type: ignore[method-assign]
 
 
+def fresh_greedy(llama: type | None = None) -> None:
+    """Make a greedy reply (temperature 0) start from an empty cache (idempotent).
+
+    llama-cpp-python reuses the longest prefix a new prompt shares with what the model last
+    read. That saves the prompt's time, but a prompt read partly from the cache comes out a
+    few units in the last place different from the same prompt read whole, and the answer
+    verifier's sampled answers turn such differences into other answers: a server that had
+    read earlier questions answered the demo's question otherwise than a fresh one. So a
+    greedy reply (the answer, a round's first call) is read whole, as by a fresh server, and
+    only the answers sampled over it (temperature above 0) reuse the prompt just read. The
+    answer to a question then does not depend on what the server read before."""
+    import inspect
+
+    if llama is None:
+        from llama_cpp import Llama
+
+        llama = Llama
+    generate = llama.generate
+    if getattr(generate, "fresh_greedy", False):
+        return
+    signature = inspect.signature(generate)
+
+    def greedy_from_scratch(self: Any, *args: Any, **kwargs: Any) -> Any:
+        call = signature.bind(self, *args, **kwargs)
+        call.apply_defaults()
+        if call.arguments.get("reset", True) and call.arguments.get("temp") == 0:
+            self.reset()
+        return generate(self, *args, **kwargs)
+
+    greedy_from_scratch.fresh_greedy = True  # type: ignore[attr-defined]
+    llama.generate = greedy_from_scratch  # type: ignore[attr-defined]
+
+
 def main(argv: list[str]) -> None:
     """Patch, then run ``llama_cpp.server`` with ``argv`` as its arguments."""
     patch_llama()
+    fresh_greedy()
     sys.argv = ["llama_cpp.server", *argv]
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 
