@@ -251,8 +251,37 @@ def _ask_locally(
     return app_for(deps).invoke(
         {"question": Q, "doc_id": QA_DOC},
         cfg(thread),
-        context=Context(preset="mindscape", certainty=certainty, max_rounds=3),
+        context=Context(preset="mindscape", certainty=certainty, max_rounds=3, verifier=False),
     )
+
+
+def test_with_the_local_model_the_verifier_judges_each_round_over_its_cached_prompt(
+    qa_deps: Deps,
+) -> None:
+    """By default the local model's plain answers are judged by the shipped verifier: each
+    round is the answer and 3 answers sampled over the same prompt, the attempt's confidence is
+    the verifier's P(right) (grounding ``verified``), and the samples' prompt tokens are counted
+    as cached, outside ``tokens_in`` and so outside the token budget."""
+    from mindscape.llm import LLMSettings
+
+    chat = _reader(*[0.9] * 12)
+    deps = Deps(
+        store=qa_deps.store,
+        embedder=qa_deps.embedder,
+        chat=chat,
+        llm_settings=LLMSettings(backend="local"),
+    )
+    out = app_for(deps).invoke(
+        {"question": Q, "doc_id": QA_DOC}, cfg("verified"), context=Context(preset="mindscape")
+    )
+    rounds = out["rounds"]
+    assert len(chat.prompts) == 4 * rounds and out["llm_calls"] == 4 * rounds
+    assert all(p == chat.prompts[4 * (p_i // 4)] for p_i, p in enumerate(chat.prompts))
+    steps = out["trace"]
+    assert len(steps) == rounds and all(s["grounding"] == "verified" for s in steps)
+    assert all(0.0 < s["confidence"] < 1.0 for s in steps)
+    assert out["tokens_cached"] == pytest.approx(3 * out["tokens_in"], rel=0.05)
+    assert out["confidence"] == max(s["confidence"] for s in steps)
 
 
 @pytest.mark.parametrize(
@@ -311,7 +340,7 @@ def test_the_learned_ranker_orders_what_the_local_reader_reads(qa_deps: Deps) ->
         out = app_for(deps).invoke(
             {"question": Q, "doc_id": QA_DOC},
             cfg(f"ranker-{ranker}"),
-            context=Context(preset="naive", evidence_ranker=ranker),
+            context=Context(preset="naive", evidence_ranker=ranker, verifier=False),
         )
         step = out["trace"][0]
         return step["ranker"], step["passages"][0]
