@@ -64,7 +64,7 @@ def patch_llama() -> None:
     Llama.logits_to_logprobs = staticmethod(logits_to_logprobs)  # type: ignore[method-assign]
 
 
-def fresh_greedy(llama: type | None = None) -> None:
+def fresh_greedy(llama: Any = None) -> None:
     """Make a greedy reply (temperature 0) start from an empty cache (idempotent).
 
     llama-cpp-python reuses the longest prefix a new prompt shares with what the model last
@@ -94,7 +94,7 @@ def fresh_greedy(llama: type | None = None) -> None:
         return generate(self, *args, **kwargs)
 
     greedy_from_scratch.fresh_greedy = True  # type: ignore[attr-defined]
-    llama.generate = greedy_from_scratch  # type: ignore[attr-defined]
+    llama.generate = greedy_from_scratch
 
 
 def main(argv: list[str]) -> None:
