@@ -173,9 +173,9 @@ class WarmServer:
             if (read_info() or {}).get("pid") == os.getpid():
                 info.unlink(missing_ok=True)
                 sock.unlink(missing_ok=True)
-            self.stopped.set()
-            lock.close()
+            lock.close()  # before `stopped`: a successor started on it must find the lock free
             logger.info("warm process %d stopped: %s", os.getpid(), self.stopping)
+            self.stopped.set()
 
     def stop(self, reason: str) -> None:
         """Stop serving (questions already running finish first); idempotent."""
