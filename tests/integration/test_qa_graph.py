@@ -236,19 +236,23 @@ def _reader(*certainties: float) -> ScriptedChatModel:
     return ScriptedChatModel(responses=[reply(c) for c in certainties])
 
 
-def _ask_locally(
-    qa_deps: Deps, chat: ScriptedChatModel, thread: str, certainty: bool = True
-) -> dict[str, Any]:
-    """`mindscape` (three rounds at most) with ``chat`` as the local reader."""
+def _local_deps(qa_deps: Deps, chat: ScriptedChatModel) -> Deps:
+    """The test store's deps with ``chat`` as the local model."""
     from mindscape.llm import LLMSettings
 
-    deps = Deps(
+    return Deps(
         store=qa_deps.store,
         embedder=qa_deps.embedder,
         chat=chat,
         llm_settings=LLMSettings(backend="local"),
     )
-    return app_for(deps).invoke(
+
+
+def _ask_locally(
+    qa_deps: Deps, chat: ScriptedChatModel, thread: str, certainty: bool = True
+) -> dict[str, Any]:
+    """`mindscape` (three rounds at most) with ``chat`` as the local reader."""
+    return app_for(_local_deps(qa_deps, chat)).invoke(
         {"question": Q, "doc_id": QA_DOC},
         cfg(thread),
         context=Context(preset="mindscape", certainty=certainty, max_rounds=3, verifier=False),
@@ -262,16 +266,8 @@ def test_with_the_local_model_the_verifier_judges_each_round_over_its_cached_pro
     round is the answer and 3 answers sampled over the same prompt, the attempt's confidence is
     the verifier's P(right) (grounding ``verified``), and the samples' prompt tokens are counted
     as cached, outside ``tokens_in`` and so outside the token budget."""
-    from mindscape.llm import LLMSettings
-
     chat = _reader(*[0.9] * 12)
-    deps = Deps(
-        store=qa_deps.store,
-        embedder=qa_deps.embedder,
-        chat=chat,
-        llm_settings=LLMSettings(backend="local"),
-    )
-    out = app_for(deps).invoke(
+    out = app_for(_local_deps(qa_deps, chat)).invoke(
         {"question": Q, "doc_id": QA_DOC}, cfg("verified"), context=Context(preset="mindscape")
     )
     rounds = out["rounds"]
@@ -327,17 +323,9 @@ def test_the_learned_ranker_orders_what_the_local_reader_reads(qa_deps: Deps) ->
     """By default the shipped cross-encoder orders the focus candidates, and the run says
     so; ``evidence_ranker="fused"`` reads the fused order. On this question the two differ:
     the learned ranker puts the sentence where the pigeons come to help first."""
-    from mindscape.llm import LLMSettings
 
     def first_read(ranker: str) -> tuple[str, str]:
-        chat = _reader(0.9)
-        deps = Deps(
-            store=qa_deps.store,
-            embedder=qa_deps.embedder,
-            chat=chat,
-            llm_settings=LLMSettings(backend="local"),
-        )
-        out = app_for(deps).invoke(
+        out = app_for(_local_deps(qa_deps, _reader(0.9))).invoke(
             {"question": Q, "doc_id": QA_DOC},
             cfg(f"ranker-{ranker}"),
             context=Context(preset="naive", evidence_ranker=ranker, verifier=False),

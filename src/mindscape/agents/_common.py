@@ -30,13 +30,15 @@ def emit(runtime: Any, event: str, **data: Any) -> None:
 
 
 def cost(usage: Usage) -> dict[str, int]:
-    """The counter update for the calls recorded in `usage` (with the model answers that were
-    unusable after a re-ask, for which the role's extractive fallback ran)."""
+    """The counter update for the calls recorded in `usage` (with, when there are any, the
+    prompt tokens read from llama.cpp's cache and the model answers that were unusable after a
+    re-ask, for which the role's extractive fallback ran)."""
     out = {"llm_calls": usage.calls, "tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out}
-    for key, name in (("tokens_cached", "tokens_cached"), ("llm_fallbacks", "unusable")):
-        if usage.total(name):
-            out[key] = usage.total(name)
-    return out
+    extra = {
+        "tokens_cached": usage.total("tokens_cached"),
+        "llm_fallbacks": usage.total("unusable"),
+    }
+    return {**out, **{k: v for k, v in extra.items() if v}}
 
 
 def doc_scope(state: QAState) -> set[str] | None:

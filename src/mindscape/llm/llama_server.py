@@ -2,11 +2,11 @@
 and greedy replies read from an empty cache.
 
 ``python -m mindscape.llm.llama_server --model … --port …`` runs llama-cpp-python's
-OpenAI-compatible server unchanged, except for two things (the second: :func:`fresh_greedy`). To return a reply's token
-log-probabilities (``logprobs``), llama-cpp-python 0.3.x turns the logits of *every* position,
-prompt included, into log-probabilities, then keeps the reply's rows: for a 650-token prompt
-that is a log-softmax over 650 × 152K values, about 8.6 s of an otherwise 0.7 s cached reply
-(profiled on this machine's 2 cores). Here the same function computes only the rows it is
+OpenAI-compatible server unchanged, except for two things; the second is :func:`fresh_greedy`.
+First: to return a reply's token log-probabilities (``logprobs``), llama-cpp-python 0.3.x
+turns the logits of *every* position, prompt included, into log-probabilities, then keeps the
+reply's rows: for a 650-token prompt that is a log-softmax over 650 × 152K values, about 8.6 s
+of an otherwise 0.7 s cached reply (profiled on this machine's 2 cores). Here the same function computes only the rows it is
 asked for, so a reply with log-probabilities costs its generation plus a sort of the
 vocabulary per reply token (about 0.16 s each). The values are the same.
 
