@@ -129,8 +129,13 @@ def fake_answerer(seen):
             "rounds": 2,
             "answer_round": 1,
             "trace": [
-                {"round": 1, "read": [f"{view['doc_id']}:c0", f"{view['doc_id']}:c1"]},
-                {"round": 2, "read": [f"{view['doc_id']}:c5"]},
+                {
+                    "round": 1,
+                    "read": [f"{view['doc_id']}:c0", f"{view['doc_id']}:c1"],
+                    "answer": answers[view["qid"]],
+                    "confidence": 0.3,
+                },
+                {"round": 2, "read": [f"{view['doc_id']}:c5"], "answer": "no idea"},
             ],
         }
 
@@ -156,6 +161,13 @@ def test_scores_each_task_and_never_shows_gold_to_the_system(bench, tmp_path):
     doc = recs[("p1", "q1")]["doc_id"]
     assert recs[("p1", "q1")]["read"] == [f"{doc}:c0", f"{doc}:c1"]  # the answer's own round
     assert recs[("p1", "q1")]["answer_round"] == 1
+    # every round's attempt is scored, so a rule choosing among rounds can be measured offline
+    rounds = recs[("p2", "q1")]["attempts"]
+    assert [(a["round"], a["answer"], a["confidence"]) for a in rounds] == [
+        (1, "a red key", 0.3),
+        (2, "no idea", None),
+    ]
+    assert [a["metrics"]["f1"] for a in rounds] == [1.0, 0.0]
     assert {g["preset"] for g in report["groups"]} == {"p1", "p2"}
     assert (tmp_path / "out" / "report.md").exists() and (tmp_path / "out" / "report.json").exists()
 

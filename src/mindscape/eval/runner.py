@@ -284,6 +284,7 @@ def record(
         "evidence": [e.get("unit_id") for e in out.get("evidence") or []],
         "answer_round": out.get("answer_round", 0),
         "read": answer_read(out),
+        "attempts": round_attempts(q, out),
         "latency_s": round(latency_s, 4),
         **score(q, out, spans),
     }
@@ -292,6 +293,26 @@ def record(
     if "is_question_modified" in q.meta:
         rec["is_question_modified"] = bool(q.meta["is_question_modified"])
     return rec
+
+
+def round_attempts(q: BenchQuestion, output: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each round's attempt as the trace holds it (answer, confidence, grounding) with its own
+    score, so a rule choosing among the rounds can be measured on a run's records without
+    running the model again."""
+    rows = []
+    for step in output.get("trace") or []:
+        scored = score(q, {"answer": step.get("answer")}, {})["metrics"]
+        rows.append(
+            {
+                "round": step.get("round"),
+                "answer": step.get("answer"),
+                "confidence": step.get("confidence"),
+                "grounding": step.get("grounding"),
+                "decision": step.get("decision"),
+                "metrics": scored,
+            }
+        )
+    return rows
 
 
 def answer_read(output: dict[str, Any]) -> list[str]:
