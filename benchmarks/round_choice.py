@@ -8,6 +8,8 @@ preset (default ``mindscape``), the answer each rule would have given from the s
 
 - ``as run``: the answer the loop gave (the most confident round; the earliest on a tie);
 - ``first round``: always round 1, as if the loop never refined;
+- ``at most two rounds``: the loop's own choice among rounds 1 and 2, as if it stopped after
+  round 2 (a round costs the reader's call and its three samples);
 - ``first unless surer``: round 1 unless a later round's confidence exceeds it by at least
   ``--margin`` (0.1), then the most confident of those; when every round is unsure the
   ranking of small confidences is mostly noise, and round 1 read the best-ranked evidence;
@@ -65,6 +67,7 @@ def first_unless_surer(margin: float) -> Rule:
 def rules(margin: float) -> dict[str, Rule]:
     return {
         "first round": lambda attempts: attempts[0],
+        "at most two rounds": lambda attempts: most_confident(attempts[:2]),
         f"first unless surer by {margin:g}": first_unless_surer(margin),
         "best round (oracle)": lambda attempts: max(attempts, key=score),
     }

@@ -57,4 +57,5 @@ def test_the_script_compares_the_rules_with_the_run(tmp_path):
     assert summary["as run"]["mean"] == 0.0
     assert summary["first round"]["mean"] == 1.0
     assert summary["first unless surer by 0.1"]["vs_as_run_points"]["better"] == 4
+    assert summary["at most two rounds"]["mean"] == 0.0
     assert summary["best round (oracle)"]["mean"] == 1.0
