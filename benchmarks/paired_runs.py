@@ -12,6 +12,12 @@ JSON object.
     python benchmarks/paired_runs.py --presets mindscape,naive runs/novels/test/*/results.jsonl
 
 pairs two presets of the same runs instead (A the first named; the files are read together).
+
+    python benchmarks/paired_runs.py RUN1/verifier/results.jsonl,RUN2/verifier/results.jsonl \
+        RUN1/no-verifier/results.jsonl,RUN2/no-verifier/results.jsonl
+
+pools runs: A and B may each name several files, comma-separated (read together; a question
+in two of them counts once, as the later file has it).
 """
 
 from __future__ import annotations
@@ -73,7 +79,10 @@ def main() -> None:
     else:
         if len(args.files) != 2:
             ap.error("give two results.jsonl files, or --presets A,B with any number")
-        a, b = load_done(Path(args.files[0])), load_done(Path(args.files[1]))
+        a, b = (
+            {k: v for f in arg.split(",") for k, v in load_done(Path(f)).items()}
+            for arg in args.files
+        )
         for preset in sorted({p for p, _ in a} & {p for p, _ in b}):
             pairs.append((preset, {k: v for k, v in a.items() if k[0] == preset}, b))
     summary: dict[str, Any] = {}

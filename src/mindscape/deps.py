@@ -332,7 +332,6 @@ class Deps:
 
         chat = self.get_chat()
         settings = self.llm_settings or LLMSettings(backend="openai")
-        verify = ctx.verifier if ctx.verifier is not None else settings.backend == "local"
         return LLMReasoner(
             chat,
             offline,
@@ -342,7 +341,7 @@ class Deps:
             roles=roles,
             option_scoring=ctx.mc_scoring == "logprob",
             reader=ctx.reader,
-            verifier=load_verifier() if verify and "answer" in roles else None,
+            verifier=load_verifier() if ctx.verifier and "answer" in roles else None,
             samples=ctx.reader_samples,
             ranker=self.get_ranker(ctx) if "answer" in roles else None,
         )

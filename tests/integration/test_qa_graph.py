@@ -262,13 +262,15 @@ def _ask_locally(
 def test_with_the_local_model_the_verifier_judges_each_round_over_its_cached_prompt(
     qa_deps: Deps,
 ) -> None:
-    """By default the local model's plain answers are judged by the shipped verifier: each
+    """Asked for, the shipped verifier judges the local model's plain answers: each
     round is the answer and 3 answers sampled over the same prompt, the attempt's confidence is
     the verifier's P(right) (grounding ``verified``), and the samples' prompt tokens are counted
     as cached, outside ``tokens_in`` and so outside the token budget."""
     chat = _reader(*[0.9] * 12)
     out = app_for(_local_deps(qa_deps, chat)).invoke(
-        {"question": Q, "doc_id": QA_DOC}, cfg("verified"), context=Context(preset="mindscape")
+        {"question": Q, "doc_id": QA_DOC},
+        cfg("verified"),
+        context=Context(preset="mindscape", verifier=True),
     )
     rounds = out["rounds"]
     assert len(chat.prompts) == 4 * rounds and out["llm_calls"] == 4 * rounds

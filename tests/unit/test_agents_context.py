@@ -287,7 +287,6 @@ def test_every_default_is_written_once() -> None:
     assert {f.name for f in dataclasses.fields(Context) if f.default is None} - {
         "store",  # None reads MINDSCAPE_STORE
         "llm_roles",  # None: the backend decides (deps.run_roles)
-        "verifier",  # None: on for the local model (Deps._llm)
     } == set(defaults)  # every preset-decided field has a default
     ctx = Context(preset="naive").resolved()  # naive leaves max_tokens to the default
     assert "max_tokens" not in PRESETS["naive"].values

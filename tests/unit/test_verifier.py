@@ -189,9 +189,9 @@ def test_the_shipped_verifier_loads_and_scores_dev_as_its_manifest_says() -> Non
     assert right > restated
 
 
-def test_the_verifier_is_on_by_default_for_the_local_model_only() -> None:
-    """Trained on the local model's answers, the shipped verifier judges that model's answers
-    unless told otherwise; another endpoint's answers keep the checks' confidence."""
+def test_the_verifier_judges_answers_only_when_asked() -> None:
+    """Off by default (on FairytaleQA dev it did not beat the capped certainty, at twice the
+    cost); asked for, it judges any endpoint's plain answers."""
     from mindscape.context import Context
     from mindscape.deps import Deps
     from tests.fakes import FakeRetriever
@@ -206,5 +206,5 @@ def test_the_verifier_is_on_by_default_for_the_local_model_only() -> None:
         assert isinstance(reasoner, LLMReasoner)
         return reasoner.verifier
 
-    assert judge("local") is not None and judge("openai") is None
-    assert judge("local", verifier=False) is None and judge("openai", verifier=True) is not None
+    assert judge("local") is None and judge("openai") is None
+    assert judge("local", verifier=True) is not None and judge("openai", verifier=True) is not None
