@@ -31,18 +31,12 @@ from typing import Any
 
 import numpy as np
 from common import paired_points
-from paired_runs import HEADLINES
+from paired_runs import headline
 
 from mindscape.eval.metrics import bootstrap_ci
 from mindscape.eval.runner import load_done
 
 Rule = Callable[[list[dict[str, Any]]], dict[str, Any]]
-
-
-def score(attempt: dict[str, Any]) -> float:
-    """The attempt's headline metric (token F1 for open questions)."""
-    m = attempt["metrics"]
-    return float(next(m[k] for k in HEADLINES if k in m))
 
 
 def conf(attempt: dict[str, Any]) -> float:
@@ -69,7 +63,7 @@ def rules(margin: float) -> dict[str, Rule]:
         "first round": lambda attempts: attempts[0],
         "at most two rounds": lambda attempts: most_confident(attempts[:2]),
         f"first unless surer by {margin:g}": first_unless_surer(margin),
-        "best round (oracle)": lambda attempts: max(attempts, key=score),
+        "best round (oracle)": lambda attempts: max(attempts, key=headline),
     }
 
 
@@ -85,7 +79,7 @@ def main() -> None:
     recs = [r for (p, _), r in sorted(done.items()) if p == args.preset and r.get("attempts")]
     if not recs:
         raise SystemExit(f"no {args.preset} records with per-round attempts in {args.results}")
-    as_run = [float(next(r["metrics"][k] for k in HEADLINES if k in r["metrics"])) for r in recs]
+    as_run = [headline(r) for r in recs]
     refined = sum(len(r["attempts"]) > 1 for r in recs)
     print(
         f"{len(recs)} questions ({args.preset}); {refined} refined; "
@@ -99,7 +93,7 @@ def main() -> None:
     summary["as run"] = {"mean": round(mean, 4), "ci": [round(lo, 4), round(hi, 4)]}
     for name, rule in rules(args.margin).items():
         picked = [rule(r["attempts"]) for r in recs]
-        vals = [score(a) for a in picked]
+        vals = [headline(a) for a in picked]
         mean, lo, hi = bootstrap_ci(vals)
         diff = paired_points(vals, as_run)
         later = sum(int(a["round"]) > 1 for a in picked)

@@ -71,7 +71,7 @@ def deps(story_store: Path):  # noqa: ANN201
 
 def _ask(
     deps, story_store: Path, preset: str, settings: dict | None = None, **question: object
-) -> dict:  # noqa: ANN001, E501
+) -> dict:  # noqa: ANN001
     from mindscape.graphs.qa import answer_question
 
     return answer_question(

@@ -102,23 +102,27 @@ def score(
     q: BenchQuestion, output: dict[str, Any], chunk_spans: dict[str, tuple[int, int]]
 ) -> dict[str, Any]:
     """Metrics of one answer against the gold fields (never seen by the system)."""
-    answer = str(output.get("answer") or "")
-    m: dict[str, float] = {}
-    if q.task == "open_qa":
-        m["f1"] = metrics.token_f1(answer, q.answers)
-        m["em"] = metrics.exact_match(answer, q.answers)
-        m["rouge_l"] = metrics.rouge_l(answer, q.answers)
-    elif q.task == "multiple_choice":
-        m["accuracy"] = metrics.choice_accuracy(answer, str(q.label), q.options)
-    else:
-        m["accuracy"] = float(metrics.claim_correct(answer, q.label))
-    rec: dict[str, Any] = {"metrics": m}
+    rec: dict[str, Any] = {"metrics": answer_metrics(q, output.get("answer"))}
     if q.evidence:
         ranked = _ranked_chunks(output)
         spans = [chunk_spans[c] for c in ranked if c in chunk_spans]
         gold = gold_spans(q)
         rec["recall_at_k"] = {k: metrics.recall_at_k(spans, gold, k) for k in RECALL_KS}
     return rec
+
+
+def answer_metrics(q: BenchQuestion, answer: str | None) -> dict[str, float]:
+    """The answer's scores for its task: token F1, EM and ROUGE-L, or accuracy."""
+    text = str(answer or "")
+    if q.task == "open_qa":
+        return {
+            "f1": metrics.token_f1(text, q.answers),
+            "em": metrics.exact_match(text, q.answers),
+            "rouge_l": metrics.rouge_l(text, q.answers),
+        }
+    if q.task == "multiple_choice":
+        return {"accuracy": metrics.choice_accuracy(text, str(q.label), q.options)}
+    return {"accuracy": float(metrics.claim_correct(text, q.label))}
 
 
 def _ranked_chunks(output: dict[str, Any]) -> list[str]:
@@ -299,20 +303,17 @@ def round_attempts(q: BenchQuestion, output: dict[str, Any]) -> list[dict[str, A
     """Each round's attempt as the trace holds it (answer, confidence, grounding) with its own
     score, so a rule choosing among the rounds can be measured on a run's records without
     running the model again."""
-    rows = []
-    for step in output.get("trace") or []:
-        scored = score(q, {"answer": step.get("answer")}, {})["metrics"]
-        rows.append(
-            {
-                "round": step.get("round"),
-                "answer": step.get("answer"),
-                "confidence": step.get("confidence"),
-                "grounding": step.get("grounding"),
-                "decision": step.get("decision"),
-                "metrics": scored,
-            }
-        )
-    return rows
+    return [
+        {
+            "round": step.get("round"),
+            "answer": step.get("answer"),
+            "confidence": step.get("confidence"),
+            "grounding": step.get("grounding"),
+            "decision": step.get("decision"),
+            "metrics": answer_metrics(q, step.get("answer")),
+        }
+        for step in output.get("trace") or []
+    ]
 
 
 def answer_read(output: dict[str, Any]) -> list[str]:
