@@ -640,6 +640,7 @@ class Row:
 
 
 FTQA_V2 = "docs/results/local/fairytaleqa-test-sample60-v2"
+FTQA_120 = "docs/results/local/fairytaleqa-test-sample120"
 QUALITY_V2 = "docs/results/local/quality_leval-test-sample40-v2"
 
 
@@ -657,6 +658,16 @@ def headline_rows() -> list[Row]:
             ftqa["naive"],
             ftqa["mindscape"],
             Source(f"{FTQA_V2}/ceiling.jsonl", "ceiling"),
+            current=True,
+        ),
+        Row(
+            "FairytaleQA test, 120 random questions (seed 24; 57 of the 60 above)",
+            "FairytaleQA test (120 random questions)",
+            "fairytaleqa",
+            "F1",
+            Source(f"{FTQA_120}/results.jsonl", "naive"),
+            Source(f"{FTQA_120}/results.jsonl", "mindscape"),
+            None,
             current=True,
         ),
         Row(

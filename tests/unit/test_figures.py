@@ -148,6 +148,7 @@ def test_the_headline_says_which_rows_ran_with_today_s_default(
         "docs/results/novels/test-dense-tie",
         "docs/results/test-runs.jsonl",
         cf.FTQA_V2,
+        cf.FTQA_120,
         cf.QUALITY_V2,
     )
     monkeypatch.setattr(cf, "REPO", tmp_path)
@@ -158,14 +159,17 @@ def test_the_headline_says_which_rows_ran_with_today_s_default(
     ftqa_fig = figs[0]
     assert ftqa_fig.ceiling is not None and ftqa_fig.ceiling[0] < 1.0
     assert not ftqa_fig.marked  # no FairytaleQA test rows were read for a change
-    assert figs[2].marked  # QuALITY's loop fixes came from its test rows
+    ftqa_120 = figs[1]
+    assert ftqa_120.ceiling is None and not ftqa_120.marked
+    assert figs[3].marked  # QuALITY's loop fixes came from its test rows
 
     before = "before a change"
     stale = [
         dataclasses.replace(
-            figs[1], row=dataclasses.replace(figs[1].row, current=False, before=before)
+            figs[2], row=dataclasses.replace(figs[2].row, current=False, before=before)
         ),
-        *figs[::2],
+        figs[0],
+        figs[3],
     ]
     table = cf.headline_table(stale)
     assert table.count(before) == 2  # its row and the sentence under the table
