@@ -138,7 +138,7 @@ def main() -> None:
         return
     if not (Path(args.store) / "cache.sqlite3").is_file():
         sys.exit(f"no store at {args.store}: `mindscape demo --llm extractive` builds it")
-    from mindscape.llm.local_model import find_model
+    from mindscape.models.local import find_model
 
     scratch = Path(tempfile.mkdtemp(prefix="mw-bench-"))
     env = {

@@ -27,7 +27,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from mindscape.errors import ModelError
-from mindscape.model_cache import cache_root
+from mindscape.models.cache import cache_root
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 Span = tuple[int, int]

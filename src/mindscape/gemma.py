@@ -38,7 +38,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from mindscape.errors import ModelError
-from mindscape.model_cache import cache_root, file_sha256, progress_bar
+from mindscape.models.cache import cache_root, file_sha256, progress_bar
 
 GEMMA_NAME = "embeddinggemma-300m"
 GEMMA_SPECS = frozenset({"gemma", "embeddinggemma", GEMMA_NAME, "google/embeddinggemma-300m"})

@@ -20,7 +20,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from mindscape.errors import MindscapeError
-from mindscape.llm.server import free_port
+from mindscape.models.server import free_port
 
 STARTUP_S = 300
 """Longest wait for ``langgraph dev`` to answer, in seconds (a cold start imports torch)."""

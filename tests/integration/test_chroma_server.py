@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mindscape.llm.server import free_port
+from mindscape.models.server import free_port
 from mindscape.memory.build.indexer import IndexConfig, Indexer
 from mindscape.memory.store import MemoryStore
 from tests.conftest import STORY, require

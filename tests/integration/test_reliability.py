@@ -12,7 +12,7 @@ import pytest
 
 from mindscape.cli import main
 from mindscape.errors import StoreError
-from mindscape.llm.server import free_port
+from mindscape.models.server import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -175,7 +175,7 @@ def _servers_of(pid: int) -> list[int]:
             cmd = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"mindscape.llm._serve" in cmd and str(pid).encode() in cmd:
+        if b"mindscape.models._serve" in cmd and str(pid).encode() in cmd:
             found.append(int(entry.name))
     return found
 
@@ -270,7 +270,7 @@ def _all_servers() -> set[int]:
                 cmd = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if b"mindscape.llm._serve" in cmd:
+            if b"mindscape.models._serve" in cmd:
                 found.add(int(entry.name))
     return found
 
@@ -279,7 +279,7 @@ def test_four_concurrent_asks_share_one_model(deps, story_store: Path) -> None: 
     """Four `ask` processes at once: each answers as a sequential run does, and they share
     one model server through the registry. When its owner exits, the next process starts it
     again; the old one may still be shutting down for a moment, so two can overlap then."""
-    from mindscape.llm import server as srv
+    from mindscape.models import server as srv
 
     questions = ["What is the name of the baker's dog?", "Where was the thief found?"]
     expected = [_ask(deps, story_store, "naive", question=q)["answer"] for q in questions]

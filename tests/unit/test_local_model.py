@@ -19,8 +19,8 @@ import pytest
 
 from mindscape.errors import ModelError
 from mindscape.llm import LLMSettings, resolve_backend
-from mindscape.llm import local_model as lm
-from mindscape.llm.server import LocalServer, free_port
+from mindscape.models import local as lm
+from mindscape.models.server import LocalServer, free_port
 from tests.conftest import require
 
 REPO = Path(__file__).resolve().parents[2]
@@ -193,7 +193,7 @@ def test_server_that_dies_at_start_up_is_a_clear_error() -> None:
 
 PARENT = """
 import sys, time
-from mindscape.llm.server import LocalServer, free_port
+from mindscape.models.server import LocalServer, free_port
 port = free_port()
 s = LocalServer(["tests.fake_openai", "--port", str(port)], port).start()
 print(s.pid, flush=True)
@@ -255,7 +255,7 @@ def test_a_killed_local_server_is_restarted_once_then_named(
 
     from mindscape.errors import EndpointError
     from mindscape.llm import LLM, LLMSettings
-    from mindscape.llm import server as srv
+    from mindscape.models import server as srv
 
     monkeypatch.setenv("MINDSCAPE_CACHE", str(tmp_path))  # the server registry
     server = _fake_server(free_port()).start()
@@ -296,7 +296,7 @@ from pathlib import Path
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 from mindscape.llm import LLM, LLMSettings
-from mindscape.llm import server as srv
+from mindscape.models import server as srv
 
 srv.llama_server_args = lambda model, port, threads, n_ctx: ["tests.fake_openai", "--port", str(port)]
 s = srv.shared_server(Path("fake.gguf"), threads=1, n_ctx=1)
@@ -362,7 +362,7 @@ def test_the_server_computes_log_probabilities_only_for_the_rows_asked() -> None
     import llama_cpp
     import numpy as np
 
-    from mindscape.llm.llama_server import RowsOnDemand, patch_llama
+    from mindscape.models.llama_server import RowsOnDemand, patch_llama
 
     original = llama_cpp.Llama.logits_to_logprobs
     logits = np.random.default_rng(0).normal(size=(6, 50)).astype(np.single)
@@ -384,7 +384,7 @@ def test_a_greedy_reply_is_read_from_an_empty_cache_and_a_sampled_one_reuses_it(
     """llama_server's second patch: a temperature-0 generate resets the model state first (as
     a fresh server reads it), one sampled above 0 keeps the prefix it shares (the answers
     drawn over the prompt just read); positional or keyword temperature alike; idempotent."""
-    from mindscape.llm.llama_server import fresh_greedy
+    from mindscape.models.llama_server import fresh_greedy
 
     class FakeLlama:
         def __init__(self) -> None:
@@ -411,7 +411,7 @@ def test_a_greedy_reply_is_read_from_an_empty_cache_and_a_sampled_one_reuses_it(
 
 
 def test_a_runtime_that_dies_at_its_first_token_is_reported_with_the_fix(tmp_path: Path) -> None:
-    from mindscape.llm.local_model import runtime_works
+    from mindscape.models.local import runtime_works
 
     crash = "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"
     reason = runtime_works(tmp_path / "model.gguf", script=crash)

@@ -75,7 +75,7 @@ def run_install(args: argparse.Namespace) -> int:
         mindscape model install --force --quiet
         mindscape model install --embedder gemma
     """
-    from mindscape.llm.local_model import install_model, runtime_available, runtime_works
+    from mindscape.models.local import install_model, runtime_available, runtime_works
 
     if args.embedder == "gemma":
         from mindscape.gemma import install_gemma
@@ -113,7 +113,7 @@ def run_status(args: argparse.Namespace) -> int:
         mindscape model status --json
     """
     from mindscape.llm import resolve_backend
-    from mindscape.llm.local_model import default_model_path, find_model, runtime_available
+    from mindscape.models.local import default_model_path, find_model, runtime_available
 
     settings = LLMSettings.from_env()
     backend, notice = resolve_backend(settings)
@@ -146,8 +146,8 @@ def run_serve(args: argparse.Namespace) -> int:
         mindscape model serve --threads 4 --json
     """
     from mindscape.errors import ModelError
-    from mindscape.llm.local_model import require_model
-    from mindscape.llm.server import LocalServer, default_threads, free_port, llama_server_args
+    from mindscape.models.local import require_model
+    from mindscape.models.server import LocalServer, default_threads, free_port, llama_server_args
 
     path = require_model(args.local_model)
     port = args.port or free_port()

@@ -7,8 +7,8 @@
 * :mod:`~mindscape.llm.client`: :class:`LLM`, retries, caching, JSON with one re-ask;
 * :mod:`~mindscape.llm.output`: JSON repair (``json-repair``) and schema validation;
 * :mod:`~mindscape.llm.usage`: the per-role ledger of calls and tokens;
-* :mod:`~mindscape.llm.local_model`: installing and checking the embedded GGUF model;
-* :mod:`~mindscape.llm.server`: the llama.cpp server's lifecycle (no orphans).
+* :mod:`~mindscape.models.local`: installing and checking the embedded GGUF model;
+* :mod:`~mindscape.models.server`: the llama.cpp server's lifecycle (no orphans).
 
 Nothing heavy is imported here: ``langchain_openai``, ``openai``, ``pydantic`` and
 ``json_repair`` load on first use.

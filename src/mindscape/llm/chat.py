@@ -1,7 +1,7 @@
 """The chat-model factory: one ``ChatOpenAI`` for every backend that has a model.
 
 ``openai`` talks to the configured endpoint; ``local`` first starts (or reuses) this
-process's llama.cpp server for the local model (:mod:`mindscape.llm.server`) and talks to it
+process's llama.cpp server for the local model (:mod:`mindscape.models.server`) and talks to it
 through the same client, one that sends each call's output cap as ``max_tokens``, the only
 name that server reads (:mod:`mindscape.llm.llamacpp_chat`). ``langchain_openai`` is imported
 on first use only.
@@ -25,8 +25,8 @@ def local_base_url(settings: LLMSettings) -> str:
     Raises:
         ModelError: one line saying what to run when the model or its runtime is missing.
     """
-    from mindscape.llm.local_model import INSTALL_HINT, require_model, runtime_available
-    from mindscape.llm.server import default_threads, shared_server
+    from mindscape.models.local import INSTALL_HINT, require_model, runtime_available
+    from mindscape.models.server import default_threads, shared_server
 
     path = require_model(settings.local_model)
     if not runtime_available():

@@ -59,8 +59,8 @@ class LocalScorer:
     def __init__(self, model_path: str | Path | None = None, *, n_ctx: int = 1024) -> None:
         from llama_cpp import Llama
 
-        from mindscape.llm.local_model import require_model
-        from mindscape.llm.server import default_threads
+        from mindscape.models.local import require_model
+        from mindscape.models.server import default_threads
 
         path = require_model(str(model_path) if model_path else None)
         self.n_ctx = n_ctx

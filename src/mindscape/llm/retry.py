@@ -115,7 +115,7 @@ def _retrying(
     def count_retry(state: Any) -> None:
         usage.add(role, retries=1)
         if s.backend == "local" and is_connection_error(state.outcome.exception()):
-            from mindscape.llm.server import revive
+            from mindscape.models.server import revive
 
             revive()  # the local server was killed: start it again, once
         logger.info("LLM %s: transient error, retry %d", role or "call", state.attempt_number)

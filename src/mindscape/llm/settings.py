@@ -223,7 +223,7 @@ def resolve_backend(settings: LLMSettings) -> tuple[Backend, str | None]:
     """
     if settings.backend != "auto":
         return settings.backend, None
-    from mindscape.llm.local_model import INSTALL_HINT, find_model, runtime_available
+    from mindscape.models.local import INSTALL_HINT, find_model, runtime_available
 
     path = find_model(settings.local_model)
     if path is None:

@@ -12,7 +12,7 @@ options (the ``argparse`` namespace sent as JSON), from the caller's working dir
 what it prints and logs sent back to the caller. What makes the second question cheap is
 what that function leaves in this process's caches: the embedder
 (:func:`mindscape.embeddings.load_embedder`), the open stores and their retrievers
-(:mod:`mindscape.deps`), and the local model's server (:mod:`mindscape.llm.server`).
+(:mod:`mindscape.deps`), and the local model's server (:mod:`mindscape.models.server`).
 
 It stops by itself after ``idle_minutes`` without a request, when its sources or a model file
 it uses change, and when a caller with other sources or settings found it (that caller
@@ -79,10 +79,10 @@ def model_stamps() -> dict[str, tuple[int, int] | None]:
     """The model files this process uses or would use, each with its size and mtime: the
     default local model (or ``MINDSCAPE_LOCAL_MODEL``) and the model of every local server
     started so far."""
-    from mindscape.llm.local_model import default_model_path
+    from mindscape.models.local import default_model_path
 
     files = [os.environ.get("MINDSCAPE_LOCAL_MODEL", "").strip() or str(default_model_path())]
-    served = sys.modules.get("mindscape.llm.server")
+    served = sys.modules.get("mindscape.models.server")
     if served is not None:
         files += [key[0] for key in getattr(served, "_SERVERS", {})]
     return {f: file_stamp(f) for f in files}
@@ -259,7 +259,7 @@ class WarmServer:
     def status(self) -> dict[str, Any]:
         """The live state: requests, idle time, stores, model servers, memory."""
         servers = []
-        served = sys.modules.get("mindscape.llm.server")
+        served = sys.modules.get("mindscape.models.server")
         for key, server in list(getattr(served, "_SERVERS", {}).items()):
             servers.append({"model": key[0], "port": server.port, "pid": server.pid})
         embedders = sys.modules.get("mindscape.embeddings")
@@ -478,6 +478,6 @@ def serve(idle_minutes: float, quiet: bool = False, llm: str | None = None) -> N
     log.setLevel(logging.WARNING if quiet else logging.INFO)
     logging.getLogger("mindscape").setLevel(logging.WARNING)  # the callers' --quiet decides
     WarmServer(idle_minutes=idle_minutes, llm=llm).run()
-    served = sys.modules.get("mindscape.llm.server")
+    served = sys.modules.get("mindscape.models.server")
     if served is not None:
         served.stop_all()  # the local model's server goes with this process (atexit would too)

@@ -104,7 +104,7 @@ def default_evaluator() -> Evaluator:
         ModelError: when the local model or llama-cpp-python is missing, naming the way out.
     """
     from mindscape.errors import ModelError
-    from mindscape.llm.local_model import INSTALL_HINT, runtime_available
+    from mindscape.models.local import INSTALL_HINT, runtime_available
 
     if not runtime_available():
         raise ModelError(

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mindscape.errors import ModelError
-from mindscape.model_cache import cache_root, file_sha256, progress_bar
+from mindscape.models.cache import cache_root, file_sha256, progress_bar
 
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 MODEL_FILE = f"{MODEL_NAME}.gguf"

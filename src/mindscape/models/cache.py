@@ -1,8 +1,8 @@
 """Where mindscape keeps model files, and what its model installers share.
 
 A leaf (it imports nothing from mindscape): the embedders (:mod:`mindscape.embeddings`,
-:mod:`mindscape.gemma`), the local model (:mod:`mindscape.llm.local_model`) and the local
-server (:mod:`mindscape.llm.server`) all keep their files under :func:`cache_root`.
+:mod:`mindscape.gemma`), the local model (:mod:`mindscape.models.local`) and the local
+server (:mod:`mindscape.models.server`) all keep their files under :func:`cache_root`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Child entry point of :class:`~mindscape.llm.server.LocalServer`: a server that dies with
+"""Child entry point of :class:`~mindscape.models.server.LocalServer`: a server that dies with
 its parent.
 
-``python -m mindscape.llm._serve --parent PID -- MODULE [ARGS...]`` starts a watchdog
+``python -m mindscape.models._serve --parent PID -- MODULE [ARGS...]`` starts a watchdog
 thread that ends this process as soon as ``PID`` is no longer its parent (the parent was
 killed, even with SIGKILL, and this process was re-parented), then runs ``MODULE`` as
-``__main__`` with ``ARGS`` (:mod:`mindscape.llm.llama_server` and its options in production).
+``__main__`` with ``ARGS`` (:mod:`mindscape.models.llama_server` and its options in production).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _watch(parent: int) -> None:
 def main(argv: list[str]) -> None:
     """Parse ``--parent PID -- MODULE ARGS``, start the watchdog, run the module."""
     if len(argv) < 4 or argv[0] != "--parent" or argv[2] != "--":
-        sys.exit("usage: python -m mindscape.llm._serve --parent PID -- MODULE [ARGS...]")
+        sys.exit("usage: python -m mindscape.models._serve --parent PID -- MODULE [ARGS...]")
     parent, module, args = int(argv[1]), argv[3], argv[4:]
     if os.getppid() != parent:
         sys.exit(0)

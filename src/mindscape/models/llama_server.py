@@ -1,7 +1,7 @@
 """The llama.cpp server (``llama_cpp.server``) with log-probabilities computed for the reply only,
 and greedy replies read from an empty cache.
 
-``python -m mindscape.llm.llama_server --model … --port …`` runs llama-cpp-python's
+``python -m mindscape.models.llama_server --model … --port …`` runs llama-cpp-python's
 OpenAI-compatible server unchanged, except for two things; the second is :func:`fresh_greedy`.
 First: to return a reply's token log-probabilities (``logprobs``), llama-cpp-python 0.3.x
 turns the logits of *every* position, prompt included, into log-probabilities, then keeps the

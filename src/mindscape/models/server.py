@@ -5,7 +5,7 @@ caller in that process (:func:`shared_server`). It is started on first use on a 
 ``127.0.0.1`` port, health-checked (``GET /v1/models``) before use, and stopped when the
 process exits: at interpreter exit (``atexit``, which also runs after Ctrl-C), on SIGTERM
 (a handler is installed when none is), and, if the parent dies without cleaning up (SIGKILL,
-a crash), by the child itself: :mod:`mindscape.llm._serve` watches its parent and exits
+a crash), by the child itself: :mod:`mindscape.models._serve` watches its parent and exits
 when it is gone. Processes share: the first one to need a server starts it and registers its
 port under ``~/.cache/mindscape/servers/`` (under a file lock); the others attach to it while it
 answers, so one model sits in memory however many processes ask. When its owner exits, the
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mindscape.errors import ModelError
-from mindscape.model_cache import cache_root
+from mindscape.models.cache import cache_root
 
 logger = logging.getLogger(__name__)
 
@@ -63,10 +63,10 @@ def default_threads() -> int:
 
 
 def llama_server_args(model: Path, port: int, *, threads: int, n_ctx: int) -> list[str]:
-    """The llama.cpp server (:mod:`mindscape.llm.llama_server`) and its arguments for one model
+    """The llama.cpp server (:mod:`mindscape.models.llama_server`) and its arguments for one model
     on ``127.0.0.1:port``."""
     return [
-        "mindscape.llm.llama_server",
+        "mindscape.models.llama_server",
         "--model", str(model),
         "--model_alias", "local",
         "--host", "127.0.0.1",
@@ -83,9 +83,9 @@ def llama_server_args(model: Path, port: int, *, threads: int, n_ctx: int) -> li
 class LocalServer:
     """A child process serving an OpenAI-compatible API on ``127.0.0.1:port``.
 
-    ``argv`` is the module to run and its arguments (``["mindscape.llm.llama_server", "--model",
+    ``argv`` is the module to run and its arguments (``["mindscape.models.llama_server", "--model",
     …]``),
-    started through :mod:`mindscape.llm._serve`; tests pass a fake server module.
+    started through :mod:`mindscape.models._serve`; tests pass a fake server module.
     """
 
     argv: Sequence[str]
@@ -134,7 +134,7 @@ class LocalServer:
         """Start the child and wait until it is healthy; a ModelError says why it is not."""
         if self.attached or (self.process is not None and self.process.poll() is None):
             return self
-        cmd = [sys.executable, "-m", "mindscape.llm._serve", "--parent", str(os.getpid())]
+        cmd = [sys.executable, "-m", "mindscape.models._serve", "--parent", str(os.getpid())]
         cmd += ["--", *self.argv]
         out = self.log_path.open("ab") if self.log_path is not None else subprocess.DEVNULL
         try:
