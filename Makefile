@@ -10,7 +10,7 @@ export LANGGRAPH_CLI_NO_ANALYTICS := 1
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install model embedder-gemma ranker router verifier demo ui ui-build browser test check test-unit lint lock bench clean
+.PHONY: install model embedder-gemma ranker router verifier reader-adapter demo ui ui-build browser test check test-unit lint lock bench clean
 
 install: $(STAMP)
 
@@ -21,10 +21,13 @@ install: $(STAMP)
 # machine and reused on another CPU crashed at its first token (a general protection fault in
 # libggml-cpu). `mindscape model install` then answers one prompt in a child process, so a
 # runtime that cannot run here fails set-up with its reason instead of every later test.
+# It also keeps llama.cpp's LoRA converter (from the same source release) in the cache, for
+# `make reader-adapter` and its tests.
 LLAMA_STAMP := $(VENV)/.llama-cpp
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 model: $(LLAMA_STAMP)
 	$(VENV)/bin/mindscape model install
+	@$(PY) -m mindscape.models.lora >/dev/null
 
 $(LLAMA_STAMP): $(STAMP)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install -q --no-cache-dir -c constraints.txt \
@@ -79,6 +82,17 @@ verifier: model
 		--evidence gold,other --samples 3 --out docs/results/reader/verifier-train
 	$(PY) benchmarks/train_verifier.py --readings docs/results/reader/verifier-train/readings.jsonl \
 		--dev docs/results/reader/fairytaleqa-dev60/readings.jsonl --out src/mindscape/data/verifier
+
+# The local reader's LoRA adapter (off by default, --reader-adapter shipped; model card in
+# src/mindscape/data/reader_adapter): examples from the FairytaleQA train stories in the
+# reader's own prompt, LoRA on the top layers trained on the CPU (checkpoints in
+# ~/.cache/mindscape/reader-adapter; a killed run goes on where it stopped), then converted
+# to llama.cpp's GGUF. ADAPTER_EXAMPLES examples, about 25 s each on 2 idle cores.
+ADAPTER_EXAMPLES ?= 152
+reader-adapter: model
+	$(PY) -m pip install -q -c constraints.txt -e '.[train]'
+	$(PY) benchmarks/reader_adapter.py train --train $(TRAIN) --max-examples $(ADAPTER_EXAMPLES)
+	$(PY) benchmarks/reader_adapter.py export --train $(TRAIN) --out src/mindscape/data/reader_adapter
 
 demo: model
 	$(VENV)/bin/mindscape demo

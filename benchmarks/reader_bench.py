@@ -14,7 +14,9 @@ whose ``--reader`` option takes the same variants. Variants:
 * ``demos``: three fixed worked examples from the train split in the system message
   (``mindscape/data/reader/demos.json``, written by ``make_demos.py``);
 * ``typed``: three worked examples of the question's own type, drawn from the train split
-  with a fixed seed (the gold ``qtype``: an upper bound for a type classifier).
+  with a fixed seed (the gold ``qtype``: an upper bound for a type classifier);
+* ``adapter``: the plain prompt, read by the model with its LoRA adapter (``--adapter``:
+  ``shipped`` or an adapter GGUF; ``make reader-adapter``), on a server of its own.
 
 Each answer is the greedy reply with its tokens' log-probabilities; ``--samples N`` adds N
 replies sampled at temperature 0.8 over the same prompt (llama.cpp reuses the cached prompt,
@@ -139,13 +141,17 @@ def run(args: Any, questions: list[Any], path: Path) -> None:
         return
     docs = {d.doc_id: d for d in load_documents(args.bench, args.dataset, args.split)}
     typed = typed_demos(args.train) if "typed" in variants else {}
-    chat = Deps(llm_settings=LLMSettings(backend="local")).get_chat()
-    settings = LLMSettings(backend="local")
+    chats: dict[str, Any] = {}
     for n, (variant, evidence, q) in enumerate(todo, 1):
+        adapter = args.adapter if variant == "adapter" else "none"
+        settings = LLMSettings(backend="local", reader_adapter=adapter)
+        if adapter not in chats:
+            chats[adapter] = Deps(llm_settings=settings).get_chat()
+        chat = chats[adapter]
         shown = passages_for(q, evidence, docs)
         if not shown:
             continue
-        demos: Any = {"plain": [], "demos": load_demos()}.get(variant)
+        demos: Any = {"plain": [], "adapter": [], "demos": load_demos()}.get(variant)
         if demos is None:
             demos = typed.get(main_type(q.qtype), load_demos())
         system = demo_system(demos) if demos else answer_prompt.PLAIN_SYSTEM
@@ -214,6 +220,7 @@ def main() -> None:
     ap.add_argument("--evidence", default="gold", help="gold, other, or both: gold,other")
     ap.add_argument("--samples", type=int, default=0)
     ap.add_argument("--train", default="../shared/train")
+    ap.add_argument("--adapter", default="shipped", help="the adapter variant's LoRA adapter")
     ap.add_argument("--out", required=True)
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--shuffle", action="store_true", help="answer in a random order")

@@ -298,7 +298,7 @@ from pydantic import SecretStr
 from mindscape.llm import LLM, LLMSettings
 from mindscape.models import server as srv
 
-srv.llama_server_args = lambda model, port, threads, n_ctx: ["tests.fake_openai", "--port", str(port)]
+srv.llama_server_args = lambda model, port, threads, n_ctx, adapter=None: ["tests.fake_openai", "--port", str(port)]
 s = srv.shared_server(Path("fake.gguf"), threads=1, n_ctx=1)
 settings = LLMSettings(backend="local", base_url=s.base_url, structured="off",
                        retry_base_delay_s=0.0, max_retries=2)
@@ -306,7 +306,7 @@ llm = LLM(ChatOpenAI(model="fake", base_url=s.base_url, api_key=SecretStr("x"), 
           settings=settings, sleep=lambda _: None)
 for line in sys.stdin:
     out = llm.complete(line.strip(), role="answer")
-    s = srv._SERVERS[(str(Path("fake.gguf")), 1, 1)]
+    s = srv._SERVERS[(str(Path("fake.gguf")), 1, 1, "")]
     print(json.dumps({"out": out, "port": s.port, "pid": s.pid, "attached": s.attached}), flush=True)
 """
 

@@ -196,6 +196,13 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
         help="a GGUF file for the local backend ($MINDSCAPE_LOCAL_MODEL; default: the installed "
         "Qwen2.5-Coder-1.5B-Instruct)",
     )
+    p.add_argument(
+        "--reader-adapter",
+        default=None,
+        metavar="NAME",
+        help="the local model's LoRA adapter: none, shipped (trained on FairytaleQA train) or "
+        "an adapter GGUF ($MINDSCAPE_READER_ADAPTER; default: none)",
+    )
 
 
 def settings_from_args(args: argparse.Namespace, **extra: Any) -> Any:
@@ -207,6 +214,7 @@ def settings_from_args(args: argparse.Namespace, **extra: Any) -> Any:
         model=args.model,
         base_url=args.base_url,
         local_model=getattr(args, "local_model", None),
+        reader_adapter=getattr(args, "reader_adapter", None),
         **extra,
     )
 

@@ -62,6 +62,13 @@ def _add_serve_options(v: argparse.ArgumentParser) -> None:
         help="a GGUF file to serve ($MINDSCAPE_LOCAL_MODEL; default: the installed "
         "Qwen2.5-Coder-1.5B-Instruct)",
     )
+    v.add_argument(
+        "--reader-adapter",
+        default=None,
+        metavar="NAME",
+        help="the LoRA adapter to load beside the model: none, shipped (trained on FairytaleQA "
+        "train) or an adapter GGUF ($MINDSCAPE_READER_ADAPTER; default: none)",
+    )
 
 
 def run_install(args: argparse.Namespace) -> int:
@@ -146,13 +153,17 @@ def run_serve(args: argparse.Namespace) -> int:
         mindscape model serve --threads 4 --json
     """
     from mindscape.errors import ModelError
+    from mindscape.models.adapter import resolve_adapter
     from mindscape.models.local import require_model
     from mindscape.models.server import LocalServer, default_threads, free_port, llama_server_args
 
     path = require_model(args.local_model)
+    choice = args.reader_adapter or LLMSettings.from_env().reader_adapter
+    adapter = resolve_adapter(choice, path)
     port = args.port or free_port()
     threads = args.threads or default_threads()
-    server = LocalServer(llama_server_args(path, port, threads=threads, n_ctx=args.ctx), port)
+    argv = llama_server_args(path, port, threads=threads, n_ctx=args.ctx, adapter=adapter)
+    server = LocalServer(argv, port)
     server.start()
     if args.json:
         info = {"base_url": server.base_url, "model": str(path), "port": port, "threads": threads}

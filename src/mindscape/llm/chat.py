@@ -25,14 +25,16 @@ def local_base_url(settings: LLMSettings) -> str:
     Raises:
         ModelError: one line saying what to run when the model or its runtime is missing.
     """
+    from mindscape.models.adapter import resolve_adapter
     from mindscape.models.local import INSTALL_HINT, require_model, runtime_available
     from mindscape.models.server import default_threads, shared_server
 
     path = require_model(settings.local_model)
     if not runtime_available():
         raise ModelError(f"llama-cpp-python[server] is not installed: {INSTALL_HINT}")
+    adapter = resolve_adapter(settings.reader_adapter, path)
     threads = settings.local_threads or default_threads()
-    return shared_server(path, threads=threads, n_ctx=settings.local_ctx).base_url
+    return shared_server(path, threads=threads, n_ctx=settings.local_ctx, adapter=adapter).base_url
 
 
 def make_chat_model(

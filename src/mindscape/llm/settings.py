@@ -52,6 +52,7 @@ _ENV: dict[str, tuple[str, ...]] = {
     "local_model": ("MINDSCAPE_LOCAL_MODEL",),
     "local_threads": ("MINDSCAPE_LOCAL_THREADS",),
     "local_ctx": ("MINDSCAPE_LOCAL_CTX",),
+    "reader_adapter": ("MINDSCAPE_READER_ADAPTER",),
     "index_llm": ("MINDSCAPE_INDEX_LLM",),
 }
 
@@ -95,6 +96,9 @@ class LLMSettings:
         local_model: a GGUF file for ``local``; ``None`` is the installed default.
         local_threads: llama.cpp threads; ``None`` is every core this process may use.
         local_ctx: llama.cpp context size in tokens.
+        reader_adapter: with ``local``, the LoRA adapter llama.cpp loads beside the model:
+            ``none`` (the base weights), ``shipped`` (trained on FairytaleQA train, in the
+            package) or a path to an adapter GGUF (:mod:`mindscape.models.adapter`).
         index_llm: with ``local``, also use the model at index time (summaries, outline,
             triples); off by default: a 100K-token book would take hours on two cores.
     """
@@ -112,6 +116,7 @@ class LLMSettings:
     local_model: str | None = None
     local_threads: int | None = None
     local_ctx: int = 8192
+    reader_adapter: str = "none"
     index_llm: bool = False
 
     def __post_init__(self) -> None:
@@ -137,7 +142,8 @@ class LLMSettings:
         ``MINDSCAPE_LLM_MODEL``, ``MINDSCAPE_LLM_BASE_URL`` (else ``OPENAI_BASE_URL``),
         ``OPENAI_API_KEY``, ``MINDSCAPE_LLM_STRUCTURED``, ``MINDSCAPE_LLM_TIMEOUT_S``,
         ``MINDSCAPE_LLM_MAX_RETRIES``, ``MINDSCAPE_LOCAL_MODEL``, ``MINDSCAPE_LOCAL_THREADS``,
-        ``MINDSCAPE_LOCAL_CTX``, ``MINDSCAPE_INDEX_LLM`` (1/true/yes).
+        ``MINDSCAPE_LOCAL_CTX``, ``MINDSCAPE_READER_ADAPTER``, ``MINDSCAPE_INDEX_LLM``
+        (1/true/yes).
 
         Args:
             env: the environment to read (default ``os.environ``).

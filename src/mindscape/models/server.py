@@ -42,7 +42,10 @@ from mindscape.models.cache import cache_root
 logger = logging.getLogger(__name__)
 
 _LOCK = threading.RLock()
-_SERVERS: dict[tuple[str, int, int], LocalServer] = {}
+ServerKey = tuple[str, int, int, str]
+"""What a server serves: the model file, threads, context size and the LoRA adapter file
+(empty: none)."""
+_SERVERS: dict[ServerKey, LocalServer] = {}
 _STARTED: list[LocalServer] = []
 """Every server started in this process (stopped at exit)."""
 
@@ -62,9 +65,12 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def llama_server_args(model: Path, port: int, *, threads: int, n_ctx: int) -> list[str]:
+def llama_server_args(
+    model: Path, port: int, *, threads: int, n_ctx: int, adapter: Path | None = None
+) -> list[str]:
     """The llama.cpp server (:mod:`mindscape.models.llama_server`) and its arguments for one model
-    on ``127.0.0.1:port``."""
+    on ``127.0.0.1:port``, with its LoRA adapter when one is given."""
+    lora = ["--lora_path", str(adapter)] if adapter is not None else []
     return [
         "mindscape.models.llama_server",
         "--model", str(model),
@@ -76,6 +82,7 @@ def llama_server_args(model: Path, port: int, *, threads: int, n_ctx: int) -> li
         "--n_ctx", str(n_ctx),
         "--seed", "0",
         "--verbose", "False",
+        *lora,
     ]  # fmt: skip
 
 
@@ -186,11 +193,13 @@ class LocalServer:
             proc.wait(timeout=timeout_s)
 
 
-def shared_server(model: Path, *, threads: int, n_ctx: int) -> LocalServer:
+def shared_server(
+    model: Path, *, threads: int, n_ctx: int, adapter: Path | None = None
+) -> LocalServer:
     """The server for this model and settings, healthy: the process's own, or one another
     mindscape process started and registered (:func:`_attach_or_start`), so several processes
     on one machine share one model in memory."""
-    key = (str(model), threads, n_ctx)
+    key: ServerKey = (str(model), threads, n_ctx, str(adapter or ""))
     with _LOCK:
         server = _SERVERS.get(key)
         if server is not None and server.alive():
@@ -199,7 +208,7 @@ def shared_server(model: Path, *, threads: int, n_ctx: int) -> LocalServer:
         return _SERVERS[key]
 
 
-def _registry(key: tuple[str, int, int]) -> Path:
+def _registry(key: ServerKey) -> Path:
     """The file naming the port of the server that serves `key` on this machine."""
     name = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
     folder = cache_root() / "servers"
@@ -208,7 +217,7 @@ def _registry(key: tuple[str, int, int]) -> Path:
 
 
 def _attach_or_start(
-    key: tuple[str, int, int], port: int | None, own: LocalServer | None = None
+    key: ServerKey, port: int | None, own: LocalServer | None = None
 ) -> LocalServer:
     """Under a machine-wide file lock: attach to the registered server if it answers (on
     `port`, when given), else start one and register it. `own` is this process's stopped
@@ -230,9 +239,15 @@ def _attach_or_start(
             log_dir = cache_root() / "logs"
             log_dir.mkdir(parents=True, exist_ok=True)
             port = port or free_port()
-            model, threads, n_ctx = key
+            model, threads, n_ctx, adapter = key
             own = LocalServer(
-                llama_server_args(Path(model), port, threads=threads, n_ctx=n_ctx),
+                llama_server_args(
+                    Path(model),
+                    port,
+                    threads=threads,
+                    n_ctx=n_ctx,
+                    adapter=Path(adapter) if adapter else None,
+                ),  # fmt: skip
                 port,
                 log_path=log_dir / f"llama-server-{os.getpid()}.log",
             )
