@@ -217,7 +217,7 @@ def main() -> None:
     p.add_argument("--rank", type=int, default=16)
     p.add_argument("--layers", type=int, default=8, help="top decoder layers adapted (0: all)")
     p.add_argument("--lr", type=float, default=2e-4)
-    p.add_argument("--accumulate", type=int, default=4)
+    p.add_argument("--accumulate", type=int, default=2)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", default="src/mindscape/data/reader_adapter")
     args = p.parse_args()

@@ -89,7 +89,7 @@ class LoraSettings:
     warmup: int = 4
     """Optimizer steps of linear warm-up; the rate is constant after it, so a longer run is
     the shorter one continued."""
-    accumulate: int = 4
+    accumulate: int = 2
     """Examples per optimizer step (their gradients summed, then averaged)."""
     max_prompt_tokens: int = 1536
     """A longer prompt keeps its last tokens (the question and the passage's end)."""
