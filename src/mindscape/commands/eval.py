@@ -106,6 +106,13 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
         "OpenAI-compatible endpoint (MINDSCAPE_LLM_BASE_URL, MINDSCAPE_LLM_MODEL), or "
         "extractive ($MINDSCAPE_LLM_BACKEND)",
     )
+    p.add_argument(
+        "--reader-adapter",
+        default=None,
+        metavar="NAME",
+        help="the local model's LoRA adapter: none, shipped or an adapter GGUF "
+        "($MINDSCAPE_READER_ADAPTER; default: none)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -125,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
 
     presets = _presets(args.preset)
     _check_dataset(args.bench, args.dataset)
-    llm = LLMSettings.from_env(backend=args.llm)
+    llm = LLMSettings.from_env(backend=args.llm, reader_adapter=args.reader_adapter)
     choice = choose_backend("auto", llm)  # what answers, by the graph's own rule
     out = Path(args.out or f"runs/eval/{args.dataset}-{args.split}")
     settings = _eval_settings(args, presets, out, llm, choice.settings or llm)
@@ -199,6 +206,11 @@ def _eval_settings(
                 "backend": resolved.backend,
                 "model": resolved.model_name(),
                 "base_url": resolved.base_url,
+                **(
+                    {"reader_adapter": resolved.reader_adapter}
+                    if resolved.backend == "local" and resolved.reader_adapter != "none"
+                    else {}
+                ),
             },
         },
     )

@@ -17,6 +17,7 @@ FIELD_OF_OPTION = {
     "model": "model",
     "base_url": "base_url",
     "local_model": "local_model",
+    "reader_adapter": "reader_adapter",
 }
 """The LLM options and the LLMSettings fields they set; the server reads them from those
 fields' environment variables (``llm.settings.env_name``)."""
