@@ -5,7 +5,7 @@
 * :class:`~mindscape.reasoners.llm.LLMReasoner`: prompts from :mod:`mindscape.prompts`,
   structured output where the model has it, tolerant JSON otherwise, every call counted;
   its reply schemas are in :mod:`~mindscape.reasoners.schemas`, its evidence blocks in
-  :mod:`~mindscape.reasoners.formatting`, the reading of its replies in
+  :mod:`~mindscape.reasoners.prompting`, the reading of its replies in
   :mod:`~mindscape.reasoners.replies`.
 
 Both implement :class:`~mindscape.reasoners.base.Reasoner`; nodes never know which one runs.
