@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -37,6 +38,7 @@ async def measure(store: str, llm: str, repeats: int, questions: list[str]) -> d
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "mindscape", "mcp", "--store", store, "--llm", llm, "--no-warm", "--quiet"],
+        env=dict(os.environ),  # this checkout's settings and paths, not the SDK's few defaults
     )
     t0 = time.perf_counter()
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

@@ -32,7 +32,7 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from mindscape.serve import start_langgraph_dev, stop
-from tests.conftest import REPO
+from tests.conftest import REPO, require_local_model
 from tests.integration.conftest import QA_DOC
 
 pytestmark = pytest.mark.integration
@@ -48,13 +48,15 @@ ONE_LINE_ERRORS = {
 }
 
 
-def server_params(store: Path | str, *extra: str, env: dict[str, str] | None = None) -> Any:
+def server_params(
+    store: Path | str, *extra: str, env: dict[str, str] | None = None, llm: str = "extractive"
+) -> Any:
     """`mindscape mcp` on `store`, as a desktop client would start it."""
     from mcp import StdioServerParameters
 
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "mindscape", "mcp", "--store", str(store), "--llm", "extractive", *extra],
+        args=["-m", "mindscape", "mcp", "--store", str(store), "--llm", llm, *extra],
         env={**os.environ, **(env or {})},
         cwd=str(REPO),
     )
@@ -271,12 +273,27 @@ def test_a_damaged_store_is_a_one_line_error(qa_store: Path, tmp_path: Path) -> 
 
 
 def test_a_model_that_is_not_installed_is_a_one_line_error(qa_store: Path, tmp_path: Path) -> None:
-    params = server_params(qa_store, "--llm", "local", "--local-model", str(tmp_path / "no.gguf"))
+    params = server_params(qa_store, "--local-model", str(tmp_path / "no.gguf"), llm="local")
     with tools_on(params) as tools:
         message = error_of(tools.call("ask", {"question": Q}))
         assert "model" in message, message
         found = tools.call("find_passages", {"question": Q})  # retrieval needs no model
         assert not found.isError and found.structuredContent["passages"]
+
+
+@pytest.mark.local_model
+def test_ask_with_the_local_model(qa_store: Path) -> None:
+    """The same tool with the installed local model reading (minutes on two busy cores)."""
+    require_local_model()
+    with tools_on(server_params(qa_store, "--no-warm", llm="local")) as tools:
+        heard: list[Any] = []
+        result = tools.call("ask", {"question": Q}, progress=heard)
+    text = text_of(result)
+    assert not result.isError, text
+    out = json.loads(text)
+    assert len(text) < 2000 and out["answer"] and out["quotes"], out
+    assert all(q["place"].startswith(f"{QA_DOC}, chunk") for q in out["quotes"]), out
+    assert "reading round 1" in [m for _, m in heard]
 
 
 # ---- langchain-mcp-adapters: the stdio tools in a LangGraph agent
