@@ -352,7 +352,7 @@ def build_server(library: Books, log_level: LogLevel = "WARNING") -> FastMCP:
 
     @server.tool(name="list_books", description=LIST_BOOKS, annotations=reading)
     async def list_books() -> Books_:
-        return await call(library.list_books)  # type: ignore[no-any-return]
+        return await call(library.list_books)
 
     @server.tool(name="find_passages", description=FIND_PASSAGES, annotations=reading)
     async def find_passages(
@@ -363,12 +363,12 @@ def build_server(library: Books, log_level: LogLevel = "WARNING") -> FastMCP:
         ] = None,
         k: Annotated[int, Field(description="How many passages (1 to 10).")] = 5,
     ) -> Passages:
-        return await call(lambda: library.find_passages(question, books, k))  # type: ignore[no-any-return]
+        return await call(lambda: library.find_passages(question, books, k))
 
     @server.tool(name="ask", description=ASK, annotations=reading)
     async def ask(
         question: Annotated[str, Field(description="One question about the books.")],
-        ctx: Context,  # type: ignore[type-arg]
+        ctx: Context,
         books: Annotated[
             list[str] | None,
             Field(description="Book ids from list_books; default: every book."),
@@ -391,7 +391,7 @@ def build_server(library: Books, log_level: LogLevel = "WARNING") -> FastMCP:
                 steps[0] += 1
                 anyio.from_thread.run(ctx.report_progress, float(steps[0]), None, step)
 
-        return await call(lambda: library.ask(question, books, preset, progress))  # type: ignore[no-any-return]
+        return await call(lambda: library.ask(question, books, preset, progress))
 
     return server
 

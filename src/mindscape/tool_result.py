@@ -161,7 +161,7 @@ def compact_result(out: dict[str, Any], *, seconds: float, threshold: float = 0.
 def read_passages(out: dict[str, Any]) -> list[tuple[str, str]]:
     """What the answer's round read, as ``(text, unit id)``: its focused passages word for
     word, else (the extractive reader reads whole units) the units themselves."""
-    step = answer_step(out) or {}
+    step: dict[str, Any] = dict(answer_step(out) or {})
     ids = [str(u) for u in step.get("read") or []]
     passages = [str(p) for p in step.get("passages") or []]
     if passages:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -78,7 +78,7 @@ def make_ask(deps: Deps, qa: QAGraph) -> Any:
             return AskBookResult(error=one_line(exc))
         threshold = run.resolved().confidence_threshold
         result = compact_result(out, seconds=time.perf_counter() - started, threshold=threshold)
-        return AskBookResult(**result)
+        return cast(AskBookResult, result)
 
     return ask
 
