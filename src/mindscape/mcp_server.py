@@ -7,7 +7,7 @@ Built on the official ``mcp`` SDK's :class:`~mcp.server.fastmcp.FastMCP`; three 
 * ``list_books``: what the store holds (ids, titles, sizes), from its manifest;
 * ``find_passages``: retrieval only, no model: the chunks that best match a question, with
   their places (book, chapter where the outline has headings, chunk); well under a second
-  once the embedder and the store are loaded (:meth:`Books.preload` loads them as the
+  once the embedder and the store are loaded (:meth:`BookTools.preload` loads them as the
   server starts);
 * ``ask``: the whole loop, answered as :func:`~mindscape.tool_result.compact_result`
   (the answer, whether it is trusted, its confidence, three quotes with their places, the
@@ -116,7 +116,7 @@ class Book(TypedDict):
     chapters: int
 
 
-class Books_(TypedDict):
+class BookList(TypedDict):
     """``list_books``'s result."""
 
     store: str
@@ -124,7 +124,7 @@ class Books_(TypedDict):
 
 
 @dataclass
-class Books:
+class BookTools:
     """What the tools do, over the store at `store` (each method raises a one-line
     MindscapeError or ValueError for a call it cannot answer)."""
 
@@ -202,10 +202,10 @@ class Books:
             logger.warning("mindscape mcp: preloading failed: %s", one_line(exc))
 
     # ---- the tools
-    def list_books(self) -> Books_:
+    def list_books(self) -> BookList:
         """The store's books."""
         summary = self.open().summary()
-        return Books_(
+        return BookList(
             store=str(Path(self.store).resolve()),
             books=[
                 Book(
@@ -332,7 +332,7 @@ def _chunk_number(unit_id: str) -> int:
 # --------------------------------------------------------------------------- the server
 
 
-def build_server(library: Books, log_level: LogLevel = "WARNING") -> FastMCP:
+def build_server(library: BookTools, log_level: LogLevel = "WARNING") -> FastMCP:
     """The FastMCP server with the three tools over `library` (the SDK's own log at
     `log_level`, on stderr)."""
     server = FastMCP("mindscape", instructions=INSTRUCTIONS, log_level=log_level)
@@ -351,7 +351,7 @@ def build_server(library: Books, log_level: LogLevel = "WARNING") -> FastMCP:
             raise ToolError(f"{type(exc).__name__}: {one_line(exc)}") from exc
 
     @server.tool(name="list_books", description=LIST_BOOKS, annotations=reading)
-    async def list_books() -> Books_:
+    async def list_books() -> BookList:
         return await call(library.list_books)
 
     @server.tool(name="find_passages", description=FIND_PASSAGES, annotations=reading)
@@ -405,7 +405,7 @@ def one_model_thread() -> None:
     torch.set_num_threads(1)
 
 
-def serve(library: Books, log_level: LogLevel = "WARNING") -> None:
+def serve(library: BookTools, log_level: LogLevel = "WARNING") -> None:
     """Serve `library` over stdio until the client closes stdin.
 
     The protocol keeps the real stdout; file descriptor 1 and ``sys.stdout`` go to stderr

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         mindscape mcp --store runs/book --preset naive --llm extractive
         mindscape mcp --store runs/library --no-warm --quiet
     """
-    from mindscape.mcp_server import Books, serve
+    from mindscape.mcp_server import BookTools, serve
 
     log = logging.getLogger("mindscape")
     if not log.handlers:
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         log.addHandler(handler)
     log.setLevel(logging.ERROR if args.quiet else logging.INFO)
     serve(
-        Books(
+        BookTools(
             store=args.store,
             llm=args.llm,
             model=args.model,
