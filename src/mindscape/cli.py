@@ -17,7 +17,19 @@ from mindscape import __version__
 from mindscape.commands.common import report_error
 from mindscape.errors import MindscapeError
 
-COMMANDS = ("index", "inspect", "ask", "serve", "threads", "ui", "eval", "demo", "model", "mom")
+COMMANDS = (
+    "index",
+    "inspect",
+    "ask",
+    "serve",
+    "mcp",
+    "threads",
+    "ui",
+    "eval",
+    "demo",
+    "model",
+    "mom",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

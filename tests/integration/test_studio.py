@@ -20,13 +20,16 @@ pytestmark = pytest.mark.integration
 
 def test_langgraph_json_exports_the_graphs_without_checkpointer() -> None:
     config = json.loads((REPO / "langgraph.json").read_text())
-    for key in ("mindscape", "chat"):
-        path, _, name = config["graphs"][key].partition(":")
+    for key in ("mindscape", "ask_book", "chat"):
+        entry = config["graphs"][key]
+        path, _, name = entry["path"].partition(":")
         assert (REPO / path).is_file() and name == "graph"
-    from mindscape.graphs import chat, qa
+        assert len(entry["description"]) > 200, key  # what an MCP client's model reads
+    from mindscape.graphs import ask_book, chat, qa
 
     assert qa.graph.checkpointer is None and qa.graph.context_schema is not None
     assert chat.graph.checkpointer is None and chat.graph.context_schema is chat.ChatContext
+    assert ask_book.graph.checkpointer is None and ask_book.graph.name == "ask_book"
 
 
 def test_studio_runs_a_question(qa_store: Path, tmp_path: Path) -> None:

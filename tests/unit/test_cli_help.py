@@ -42,7 +42,7 @@ COMMANDS = _commands(build_parser())
 
 
 def test_the_commands_are_all_there():
-    assert set(COMMANDS) == DATA_COMMANDS | {"model install", "ui"}
+    assert set(COMMANDS) == DATA_COMMANDS | {"model install", "ui", "mcp"}
 
 
 @pytest.mark.parametrize("words", sorted(COMMANDS))

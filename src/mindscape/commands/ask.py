@@ -20,6 +20,7 @@ import json
 import sys
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from mindscape.commands.common import (
@@ -284,7 +285,11 @@ def _checked_store(args: argparse.Namespace) -> MemoryStore:
     return store
 
 
-def _ask(args: argparse.Namespace) -> dict[str, Any]:
+def _ask(
+    args: argparse.Namespace, progress: Callable[[dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
+    """The QA output for ``ask``'s options `args`, answered in this process; `progress`, when
+    given, hears each progress event of the run as it happens (``mindscape mcp``)."""
     from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -319,6 +324,12 @@ def _ask(args: argparse.Namespace) -> dict[str, Any]:
             return ask_on_thread(app, dict(question), args.thread, ctx)
     app = build_qa_graph(deps).compile(checkpointer=InMemorySaver())
     config: RunnableConfig = {"configurable": {"thread_id": f"ask-{uuid.uuid4().hex[:8]}"}}
+    if progress is not None:
+        for _mode, chunk in app.stream(
+            question, config, context=ctx, stream_mode=["custom"], durability="exit"
+        ):
+            progress(cast(dict[str, Any], chunk))
+        return dict(app.get_state(config).values)
     steps = show_steps(args)
     if not (args.stream or steps):
         return dict(app.invoke(question, config, context=ctx, durability="exit"))

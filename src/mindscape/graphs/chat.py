@@ -240,7 +240,7 @@ def make_ask_book(deps: Deps, qa: QAGraph) -> Any:
         question = message_text(messages[-1])
         if not question:
             raise ChatInputError("The message was empty: ask a question about the book.")
-        run = _with_store(ctx)
+        run = with_store(ctx)
         usage = Usage()
         asked = standalone(question, turns(messages[:-1]), _rewriter(deps, run, usage))
         doc_id = getattr(ctx, "doc_id", None)
@@ -268,7 +268,7 @@ def ask_streaming(qa: QAGraph, payload: QAInput, ctx: Context, runtime: Any) -> 
     return out
 
 
-def _with_store(ctx: Context) -> Context:
+def with_store(ctx: Context) -> Context:
     """`ctx` with its store resolved, checked to exist (a one-line error naming the fix)."""
     from dataclasses import replace
 

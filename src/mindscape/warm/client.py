@@ -68,8 +68,16 @@ def answer(args: argparse.Namespace, ask_here: Ask) -> dict[str, Any]:
         return ask_here(args)
 
 
-def ask(args: argparse.Namespace) -> dict[str, Any]:
-    """The warm process's answer to ``ask``'s options `args` (starting it if need be).
+def ask(
+    args: argparse.Namespace,
+    *,
+    start: bool = True,
+    show: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """The warm process's answer to ``ask``'s options `args` (starting it if need be, unless
+    not `start`). What it printed and logged meanwhile goes to `show` (each message:
+    ``{"out": text}``, ``{"err": text}`` or ``{"log": [name, level, text]}``), by default
+    printed and logged here.
 
     Raises:
         WarmUnavailable: it cannot answer (the message says why).
@@ -83,7 +91,7 @@ def ask(args: argparse.Namespace) -> dict[str, Any]:
         "tty": [_isatty(sys.stdout), _isatty(sys.stderr)],
         "args": options(args),
     }
-    conn, pid = connect(start=True, llm=getattr(args, "llm", None))
+    conn, pid = connect(start=start, llm=getattr(args, "llm", None))
     me = f"the warm process (pid {pid})"
     with conn:
         try:
@@ -103,7 +111,7 @@ def ask(args: argparse.Namespace) -> dict[str, Any]:
                     raise MindscapeError(message["error"])
                 if "failed" in message:
                     raise WarmUnavailable(f"{me} failed on this question ({message['failed']})")
-                _show(message)
+                (show or _show)(message)
         except TimeoutError:
             raise WarmUnavailable(f"{me} did not answer within {conn.gettimeout():g} s") from None
         except (OSError, ValueError) as exc:

@@ -1,0 +1,82 @@
+"""`mindscape mcp`: the store's books as MCP tools over stdio (:mod:`mindscape.mcp_server`).
+
+    mindscape mcp --store DIR [--preset NAME] [--llm ...] [--no-warm] [--quiet]
+
+An MCP client starts it (a desktop assistant's or a coding agent's configuration names the
+command) and speaks the protocol on its stdin and stdout; its log goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from mindscape.commands.common import (
+    add_command,
+    add_context_option,
+    add_model_options,
+    add_quiet_option,
+    add_store_option,
+)
+from mindscape.presets import PRESET_NAMES
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register `mcp` on the CLI's subparsers."""
+    p = add_command(sub, "mcp", run)
+    add_store_option(p)
+    add_context_option(
+        p, "preset", choices=PRESET_NAMES, help="the preset of an `ask` that names none."
+    )
+    add_model_options(p)
+    p.add_argument(
+        "--no-warm",
+        action="store_true",
+        help="answer `ask` in this process even when a warm process runs (`mindscape serve`; "
+        "also MINDSCAPE_WARM=0)",
+    )
+    add_quiet_option(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve the store's books as MCP tools over stdio, for other agents.
+
+    Speak the Model Context Protocol on stdin and stdout (the official `mcp` SDK's FastMCP
+    server) with three tools: list_books (the store's books, titles and sizes), find_passages
+    (the passages that match a question, by retrieval alone: no model, well under a second)
+    and ask (the whole agent: the answer, whether it is trusted, up to three quotes with
+    their places, rounds and seconds; progress at each step). An MCP client starts it; the
+    store is only read. `ask` goes through the warm process when one runs (`mindscape
+    serve`), else answers here. A call that cannot be answered (an empty or overlong
+    question, an unknown book or preset, a missing or damaged store, a model that is not
+    installed) gets a one-line tool error, and the server goes on. The log goes to stderr.
+
+    Examples:
+        mindscape mcp --store runs/book
+        mindscape mcp --store runs/book --preset naive --llm extractive
+        mindscape mcp --store runs/library --no-warm --quiet
+    """
+    from mindscape.mcp_server import BookTools, serve
+
+    log = logging.getLogger("mindscape")
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        log.addHandler(handler)
+    log.setLevel(logging.ERROR if args.quiet else logging.INFO)
+    serve(
+        BookTools(
+            store=args.store,
+            llm=args.llm,
+            model=args.model,
+            base_url=args.base_url,
+            local_model=args.local_model,
+            embedder=args.embedder,
+            preset=args.preset,
+            warm=not args.no_warm,
+        ),
+        "ERROR" if args.quiet else "WARNING",
+    )
+    return 0
