@@ -32,7 +32,14 @@ BudgetName = Literal["rounds", "llm_calls", "tokens"]
 """A budget that can run out: ``Context.max_rounds``, ``max_llm_calls``, the token budget."""
 
 Grounding = Literal[
-    "grounded", "quoted", "ungrounded", "insufficient", "extractive", "verified", "lexical"
+    "grounded",
+    "quoted",
+    "ungrounded",
+    "insufficient",
+    "extractive",
+    "verified",
+    "lexical",
+    "margin",
 ]
 """How an answer attempt is tied to the passages it read. An LLM answer's level comes from
 the checks of :mod:`mindscape.reasoners.grounding`: grounded (the quote is in a passage and
@@ -43,7 +50,9 @@ passage's own words: extractive. A small local reader's plain answer copies no q
 own, so the quote check cannot fail for it: its confidence is the answer verifier's
 P(right) (verified) or, without a verifier, the level of the checks that can fail (the
 answer's words in the sentence nearest it, that sentence's passage about the question),
-capped at the reader's token probability (lexical)."""
+capped at the reader's token probability (lexical). Its closed answer (an option letter,
+TRUE or FALSE) is checked by no words at all, so its confidence is the reader's margin
+between the options at the reply's first token, 0 for an even choice (margin)."""
 
 
 DECISIONS: tuple[Decision, ...] = get_args(Decision)
