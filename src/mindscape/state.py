@@ -401,8 +401,9 @@ class QAOutput(TypedDict):
     """Prompt tokens the model did not read again (answers sampled over a prompt it had just
     read); not in ``tokens_in`` nor in the token budget."""
     llm_fallbacks: NotRequired[Annotated[int, operator.add]]
-    """Model answers that stayed malformed after one re-ask; the role's extractive fallback
-    ran instead (the run goes on)."""
+    """Model answers that stayed malformed after one re-ask (the role's extractive fallback
+    ran instead; the run goes on), and parts of usable answers the extractive reasoner filled
+    in (Mem-Encode's blocks the reply left out)."""
     books: NotRequired[list[BookStrip]]
     """The books the question's activation touched, most activated first, each as the strip
     of its sessions with the activation as heat (:mod:`mindscape.trace`; the map's base)."""
@@ -414,6 +415,14 @@ class QAOutput(TypedDict):
     answer_round: NotRequired[int]
     """The round whose attempt gave the answer (0: no attempt)."""
     preset: NotRequired[str]
+    backend: NotRequired[str]
+    """What answered: ``local`` (the local model), ``openai`` (an OpenAI-compatible endpoint),
+    ``llm`` (an injected chat model) or ``extractive`` (no model played the answer role). A
+    model answer that fell back to the extractive reasoner for one call is counted in
+    ``llm_fallbacks``."""
+    backend_notice: NotRequired[str | None]
+    """Why the ``auto`` backend answered extractively (no local model installed, ...); None
+    when it did not fall back."""
 
 
 class QAState(QAInput, QAOutput):

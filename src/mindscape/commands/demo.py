@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import time
 from importlib import resources
 from typing import Any
@@ -111,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
     header = _index_story(spec, path, embedder, progress=not args.quiet)
     deps = Deps(embedder=embedder, llm_settings=settings_from_args(args))
     settings = deps.settings()
+    if deps.backend_notice:  # not a log notice: --quiet does not hide it
+        print(f"mindscape: {deps.backend_notice}", file=sys.stderr)
     if not args.json:
         print(header)
         print(

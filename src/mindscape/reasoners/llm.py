@@ -213,7 +213,8 @@ class LLMReasoner:
             return self.fallback.encode(req, usage=usage)
         cues = block_cues(out, len(req.groups))
         missing = [n for n, c in enumerate(cues) if not c]
-        if missing:
+        if missing:  # the blocks the reply left out: extractive cues, counted as fallbacks
+            usage.add(ENCODE.name, filled=len(missing))
             gaps = replace(req, groups=[req.groups[n] for n in missing], history=[], fuse=False)
             extra = self.fallback.encode(gaps, usage=usage)
             for n, cue in zip(missing, extra.cues, strict=True):
