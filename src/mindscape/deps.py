@@ -153,6 +153,9 @@ class Deps:
     """Ledger of every LLM call made through these deps (all runs, per role)."""
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     _runs: dict[int, tuple[Any, Run]] = field(default_factory=dict, repr=False, compare=False)
+    backend_notice: str | None = field(default=None, repr=False, compare=False)
+    """Why ``auto`` fell back to extractive, once it did (the LLM settings are then kept
+    resolved, so later runs get this notice from here: each run's output says it)."""
 
     @classmethod
     def default(cls) -> Deps:
@@ -259,21 +262,30 @@ class Deps:
 
     # ---- reasoners
     def settings(self) -> LLMSettings:
-        """The LLM settings with ``auto`` resolved (once; a fallback notice is logged once)."""
+        """The LLM settings with ``auto`` resolved (once; a fallback notice is kept in
+        :attr:`backend_notice`)."""
         settings = self._remember(choose_backend("llm", self.llm_settings)).settings
         assert settings is not None  # without an injected chat model they are resolved
         return settings
 
     def choice(self, ctx: Context) -> BackendChoice:
-        """Which model answers this run (:func:`choose_backend`); resolved settings are kept."""
-        return self._remember(
+        """Which model answers this run (:func:`choose_backend`); resolved settings are kept.
+        An ``auto`` run answered extractively because ``auto`` fell back carries the fallback
+        notice every time, not only when the settings were first resolved."""
+        choice = self._remember(
             choose_backend(ctx.backend, self.llm_settings, chat=self.chat is not None)
         )
+        if ctx.backend == "auto" and choice.reasoner == "extractive" and not choice.notice:
+            choice = replace(choice, notice=self.backend_notice)
+        return choice
 
     def _remember(self, choice: BackendChoice) -> BackendChoice:
-        """Keep the resolved settings (so ``auto`` resolves once) and log a fallback notice."""
+        """Keep the resolved settings (so ``auto`` resolves once) and the fallback notice. The
+        notice is not only a log line: each run's output carries it (``backend_notice``), and
+        ``ask`` and ``demo`` print it on stderr, ``--quiet`` or not."""
         if choice.notice:
-            logger.warning("%s", choice.notice)
+            logger.info("%s", choice.notice)
+            self.backend_notice = choice.notice
         self.llm_settings = choice.settings
         return choice
 

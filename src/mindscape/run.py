@@ -78,6 +78,16 @@ class Run:
             self.ctx.llm_roles is None or "answer" in self.ctx.llm_roles
         )
 
+    @property
+    def backend(self) -> str:
+        """What answers this run: ``extractive`` (no model plays the answer role), or the
+        LLM backend that does (``local``, ``openai``; ``llm`` for an injected chat model
+        without settings that name one)."""
+        if not self.llm_answers:
+            return "extractive"
+        named = self.choice.settings.backend if self.choice.settings else "auto"
+        return "llm" if named == "auto" else str(named)
+
     def retrieval_settings(
         self, budgets: dict[str, int] | None = None, *, signed: bool = True
     ) -> RetrievalSettings:

@@ -32,7 +32,14 @@ BudgetName = Literal["rounds", "llm_calls", "tokens"]
 """A budget that can run out: ``Context.max_rounds``, ``max_llm_calls``, the token budget."""
 
 Grounding = Literal[
-    "grounded", "quoted", "ungrounded", "insufficient", "extractive", "verified", "lexical"
+    "grounded",
+    "quoted",
+    "ungrounded",
+    "insufficient",
+    "extractive",
+    "verified",
+    "lexical",
+    "margin",
 ]
 """How an answer attempt is tied to the passages it read. An LLM answer's level comes from
 the checks of :mod:`mindscape.reasoners.grounding`: grounded (the quote is in a passage and
@@ -43,7 +50,9 @@ passage's own words: extractive. A small local reader's plain answer copies no q
 own, so the quote check cannot fail for it: its confidence is the answer verifier's
 P(right) (verified) or, without a verifier, the level of the checks that can fail (the
 answer's words in the sentence nearest it, that sentence's passage about the question),
-capped at the reader's token probability (lexical)."""
+capped at the reader's token probability (lexical). Its closed answer (an option letter,
+TRUE or FALSE) is checked by no words at all, so its confidence is the reader's margin
+between the options at the reply's first token, 0 for an even choice (margin)."""
 
 
 DECISIONS: tuple[Decision, ...] = get_args(Decision)
@@ -392,8 +401,9 @@ class QAOutput(TypedDict):
     """Prompt tokens the model did not read again (answers sampled over a prompt it had just
     read); not in ``tokens_in`` nor in the token budget."""
     llm_fallbacks: NotRequired[Annotated[int, operator.add]]
-    """Model answers that stayed malformed after one re-ask; the role's extractive fallback
-    ran instead (the run goes on)."""
+    """Model answers that stayed malformed after one re-ask (the role's extractive fallback
+    ran instead; the run goes on), and parts of usable answers the extractive reasoner filled
+    in (Mem-Encode's blocks the reply left out)."""
     books: NotRequired[list[BookStrip]]
     """The books the question's activation touched, most activated first, each as the strip
     of its sessions with the activation as heat (:mod:`mindscape.trace`; the map's base)."""
@@ -405,6 +415,14 @@ class QAOutput(TypedDict):
     answer_round: NotRequired[int]
     """The round whose attempt gave the answer (0: no attempt)."""
     preset: NotRequired[str]
+    backend: NotRequired[str]
+    """What answered: ``local`` (the local model), ``openai`` (an OpenAI-compatible endpoint),
+    ``llm`` (an injected chat model) or ``extractive`` (no model played the answer role). A
+    model answer that fell back to the extractive reasoner for one call is counted in
+    ``llm_fallbacks``."""
+    backend_notice: NotRequired[str | None]
+    """Why the ``auto`` backend answered extractively (no local model installed, ...); None
+    when it did not fall back."""
 
 
 class QAState(QAInput, QAOutput):

@@ -48,6 +48,37 @@ def test_ask_json(qa_store: Path, qa_deps: object, capsys: pytest.CaptureFixture
     assert isinstance(out["signature"], list) and out["trace"]
 
 
+def test_ask_names_the_backend_and_an_auto_fallback_even_quiet(
+    qa_store: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`ask` says what answered (`backend` in --json, "answered by" in the text); when the
+    `auto` backend finds no local model, one line on stderr says it answered extractively,
+    and --quiet does not hide it (a log notice did)."""
+    from mindscape.cli import main
+
+    monkeypatch.setenv("MINDSCAPE_CACHE", str(tmp_path / "cache"))  # no local model here
+    monkeypatch.delenv("MINDSCAPE_LOCAL_MODEL", raising=False)
+    monkeypatch.setenv("MINDSCAPE_LLM_BACKEND", "auto")
+    argv = [Q, "--store", str(qa_store), "--doc", QA_DOC, "--preset", "naive", "--no-warm"]
+    assert main(["ask", *argv, "--json", "--quiet"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["backend"] == "extractive" and "answering extractively" in out["backend_notice"]
+    assert captured.err.startswith("mindscape: ") and "answering extractively" in captured.err
+    assert main(["ask", *argv, "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert "answered by: extractive" in captured.out and "answering extractively" in captured.err
+    # asked for the extractive reasoner: named, no fallback line
+    assert main(["ask", *argv, "--json", "--llm", "extractive"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["backend"] == "extractive" and out["backend_notice"] is None
+    assert "answering extractively" not in captured.err
+
+
 def test_ask_multiple_choice_text_output(
     qa_store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -340,3 +340,21 @@ def test_one_rule_chooses_what_answers(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert token_budget(8000, 3000, local=False) == 8000
     assert token_budget(None, 3000, local=True) == 3000
     assert token_budget(8000, None, local=True) == 8000
+
+
+def test_every_auto_run_that_fell_back_carries_the_notice(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The notice is kept: a later run on the same deps (the warm process's next question)
+    still says why it answers extractively; a run that asked for extractive says nothing."""
+    from mindscape.context import Context
+    from mindscape.deps import Deps
+    from mindscape.llm import LLMSettings
+
+    monkeypatch.setenv("MINDSCAPE_CACHE", str(tmp_path))  # no local model installed here
+    monkeypatch.delenv("MINDSCAPE_LOCAL_MODEL", raising=False)
+    d = Deps(llm_settings=LLMSettings(backend="auto"))
+    first, second = d.choice(Context()), d.choice(Context())
+    assert first.reasoner == second.reasoner == "extractive"
+    assert first.notice and second.notice == first.notice
+    assert d.choice(Context(backend="extractive")).notice is None

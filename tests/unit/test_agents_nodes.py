@@ -487,6 +487,14 @@ def test_the_grounding_level_keeps_the_quote_rule(confidence: float) -> None:
     assert grounding_level(extractive) == "extractive"
 
 
+def test_self_probes_answer_reads_the_verifiers_probability_not_its_label() -> None:
+    """A verified answer counts as found only when the verifier thinks it more likely right
+    than not; a closed answer's option margin (the reader's own say-so) never counts."""
+    assert not quote_found(_attempt(1, confidence=0.2, grounding="verified"))
+    assert quote_found(_attempt(1, confidence=0.7, grounding="verified"))
+    assert not quote_found(_attempt(1, confidence=0.95, grounding="margin"))
+
+
 def test_refine_answers_a_sufficient_attempt() -> None:
     d = deps()
     state = after_retrieve(d, preset="comorag")

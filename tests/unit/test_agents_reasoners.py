@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from mindscape.agents._common import cost
 from mindscape.answers import parse_choice, parse_claim
 from mindscape.llm import LLMSettings, Usage
 from mindscape.reasoners.base import (
@@ -257,11 +258,14 @@ def test_llm_encode_maps_blocks_and_fills_gaps() -> None:
         EncodeGroup("q", "episodic", items()[2:4]),
     ]
     history = [{"probe": "p", "layer": "veridical", "evidence_ids": [], "cue": "old", "round": 1}]
+    u = Usage()
     out = r.encode(
-        EncodeRequest("Where did Tobin hide the gold?", groups, history, fuse=True), usage=Usage()
+        EncodeRequest("Where did Tobin hide the gold?", groups, history, fuse=True), usage=u
     )
     assert out.cues[1] == "second" and out.cues[0]  # b1 filled extractively
     assert out.fused == "all together"
+    # the filled-in block is a fallback: counted, reported beside the calls
+    assert u.total("filled") == 1 and cost(u)["llm_fallbacks"] == 1
     assert (
         'block id="b1"' in chat.prompts[0] and "integrates the earlier findings" in chat.prompts[0]
     )

@@ -266,11 +266,16 @@ def test_plain_multiple_choice_reads_the_letter() -> None:
 def test_the_demo_judges_answers_by_the_references_key_words() -> None:
     from mindscape.commands.demo import is_right
 
-    assert is_right("Two white pigeons", ["pigeon", "dove"])
-    assert is_right("the Turtle-doves and the birds", ["pigeon", "dove"])
-    assert not is_right("The step-mother", ["pigeon", "dove"])
-    assert is_right("he took another wife", ["wife"]) and not is_right("a midwife", ["wife"])
-    assert not is_right("He danced with her", ["slipper", "shoe"])
+    def item(accept: list[str], reference: str) -> dict:
+        return {"question": "?", "reference": reference, "accept": accept}
+
+    doves = item(["pigeon", "dove"], "two white pigeons, the turtle-doves and the birds")
+    assert is_right("Two white pigeons", doves)
+    assert is_right("the Turtle-doves and the birds", doves)
+    assert not is_right("The step-mother", doves)
+    wife = item(["wife"], "he took another wife")
+    assert is_right("he took another wife", wife) and not is_right("a midwife", wife)
+    assert not is_right("He danced with her", item(["slipper", "shoe"], "the golden slipper"))
 
 
 def test_a_passage_read_is_shown_on_one_line_with_its_end() -> None:

@@ -405,6 +405,53 @@ def test_select_signature_agrees_with_the_oracle(method):
             assert (g.text, g.chunk_ids, g.rank) == (w.text, w.chunk_ids, w.rank)
 
 
+def test_the_oracle_imports_no_production_code():
+    """The oracle writes σ, the match matrix, the window mask and their helpers out from the
+    paper's definitions: it imports nothing from mindscape, so a bug there cannot be shared."""
+    import ast
+    from pathlib import Path
+
+    import tests.signature_oracle as oracle_module
+
+    tree = ast.parse(Path(oracle_module.__file__).read_text())
+    imported = [
+        name
+        for node in ast.walk(tree)
+        for name in (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else []
+        )
+    ]
+    assert imported and not [m for m in imported if m.split(".")[0] == "mindscape"], imported
+
+
+def _no_window_boost(session_vecs, cand_vecs, in_window=None, window_boost=0.5):
+    """A bug to plant in production's match_matrix: the window boost forgotten."""
+    return np.asarray(np.clip(_unit_rows(session_vecs) @ _unit_rows(cand_vecs).T, 0.0, 1.0))
+
+
+def test_a_bug_in_productions_match_matrix_shows_against_the_oracle(monkeypatch):
+    """The oracle does not share production's helpers: with a bug planted in the code of
+    sigma.match_matrix itself (every caller of the function sees it), select_signature
+    disagrees with the oracle on some of the 200 seeded scopes."""
+    from mindscape.memory.signature import sigma
+
+    monkeypatch.setattr(sigma.match_matrix, "__code__", _no_window_boost.__code__)
+    differ = 0
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        case, params = random_case(rng), random_params(rng)
+        got = select_signature(case.scope, case.query, case.embed, params, "coverage")
+        want = oracle_signature(case, params, "coverage")
+        ids = ([u.unit_id for u in got], [u.unit_id for u in want])
+        gains = [(g.gains, w.gains) for g, w in zip(got, want, strict=False)]
+        differ += ids[0] != ids[1] or any(g != pytest.approx(w, abs=1e-6) for g, w in gains)
+    assert differ > 0
+
+
 def test_greedy_select_agrees_with_the_literal_greedy():
     """greedy_select against the oracle's greedy, which re-evaluates the set functions for
     every candidate at every step, on 200 random prepared cases (λD on and off)."""

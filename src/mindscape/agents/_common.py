@@ -31,12 +31,13 @@ def emit(runtime: Any, event: str, **data: Any) -> None:
 
 def cost(usage: Usage) -> dict[str, int]:
     """The counter update for the calls recorded in `usage` (with, when there are any, the
-    prompt tokens read from llama.cpp's cache and the model answers that were unusable after a
-    re-ask, for which the role's extractive fallback ran)."""
+    prompt tokens read from llama.cpp's cache and the LLM fallbacks: model answers that were
+    unusable after a re-ask, for which the role's extractive fallback ran, and the parts of
+    usable answers that the extractive reasoner filled in)."""
     out = {"llm_calls": usage.calls, "tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out}
     extra = {
         "tokens_cached": usage.total("tokens_cached"),
-        "llm_fallbacks": usage.total("unusable"),
+        "llm_fallbacks": usage.total("unusable") + usage.total("filled"),
     }
     return {**out, **{k: v for k, v in extra.items() if v}}
 

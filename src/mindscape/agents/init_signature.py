@@ -1,8 +1,9 @@
 """Node `init_signature`: validate the input, reset the loop, activate the signature σ0.
 
 Reads: question, doc_id / doc_ids, task, options. Writes: task, query, signature, preset, the
-books the question touched (the trace's strips, :func:`mindscape.trace.book_strips`) and a
-fresh slate for every accumulating field (a thread can carry several questions).
+books the question touched (the trace's strips, :func:`mindscape.trace.book_strips`), the
+backend that answers (and why ``auto`` fell back to extractive, when it did) and a fresh slate
+for every accumulating field (a thread can carry several questions).
 σ0 is MiA's coverage-aware greedy selection or the First-K variant (`Context.signature`).
 """
 
@@ -66,6 +67,8 @@ def make_init_signature(deps: Deps) -> Node:
         return {
             **fresh_state(question, task, ctx.preset, signature, run.token_budget),
             "books": books,
+            "backend": run.backend,
+            "backend_notice": run.choice.notice,
         }
 
     return init_signature

@@ -16,7 +16,7 @@ Decision, in order:
 3. otherwise Self-Probe: at most `max_probes` new probes (entities first, never repeating)
    and, with `query_rewrite`, a rewritten query; the LLM reasoner decides REFINE/ANSWER in
    the same call, but its ANSWER counts only for a sufficient attempt whose quote was found
-   in the passages (its ``grounding``). A round that found nothing and has nothing new to try
+   in the passages (its ``grounding``), or whose verifier's P(right) is at least 0.5. A round that found nothing and has nothing new to try
    STOPs; so does a round whose Self-Probe call used up a budget.
 
 Budgets: the token budget stops refining as soon as another round like the average one so
@@ -50,11 +50,16 @@ from mindscape.trace import quote_pin, trace_fields
 
 NO_ANSWER = "not enough evidence"
 
-QUOTE_FOUND: frozenset[Grounding] = frozenset(
-    {"grounded", "quoted", "extractive", "lexical", "verified"}
-)
-"""The grounding levels of an answer whose quote is in the passages (an extractive answer
-is a passage's own words; a plain answer's nearest sentence, lexical or verified, is one)."""
+QUOTE_FOUND: frozenset[Grounding] = frozenset({"grounded", "quoted", "extractive", "lexical"})
+"""The grounding levels of an answer whose quote is in the passages and was checked (an
+extractive answer is a passage's own words; a plain open answer's nearest sentence, lexical,
+carries its words). A verified answer counts by the verifier's probability
+(:data:`VERIFIED_RIGHT`), not by its label; a closed answer's option margin is the reader's
+own say-so and never counts."""
+
+VERIFIED_RIGHT = 0.5
+"""The verifier's P(right) at which a verified answer counts as found: more likely right than
+not."""
 
 
 @dataclass
@@ -147,8 +152,13 @@ def trace_step(state: QAState, latest: Attempt | None, outcome: Outcome, calls: 
 
 def quote_found(attempt: Attempt | None) -> bool:
     """Whether Self-Probe may end the loop on this attempt: it is sufficient and its quote
-    was found in the passages. The model's own say-so never ends the loop alone."""
-    return bool(attempt and attempt["sufficient"] and attempt.get("grounding") in QUOTE_FOUND)
+    was found in the passages, or, verified, the verifier's P(right) (its confidence) is at
+    least :data:`VERIFIED_RIGHT`. The model's own say-so never ends the loop alone."""
+    if not (attempt and attempt["sufficient"]):
+        return False
+    if attempt.get("grounding") == "verified":
+        return attempt["confidence"] >= VERIFIED_RIGHT
+    return attempt.get("grounding") in QUOTE_FOUND
 
 
 def probe_request(

@@ -11,7 +11,8 @@ tokens. σ and the memory are shown when `answer_with_signature` / `answer_with_
 on. The attempt carries an explicit "not enough evidence" flag, a confidence and its
 grounding level (how its answer is tied to the passages); with `certainty` on, the confidence
 is at most the reader's own certainty in its words (a plain answer's token probability), so
-a small reader that guesses refines rather than answers. With
+a small reader that guesses refines rather than answers; a confidence that already is the
+reader's probability (the verifier's P(right), a closed answer's option margin) is not capped. With
 `answer_policy="on-decision"` (MiA-Agent) the generator only runs once UPDATE decided ANSWER,
 in the last round, or when the round found nothing new (the loop is about to stop).
 """
@@ -32,6 +33,10 @@ from mindscape.memory.retrieval.ranking import pack_budget
 from mindscape.reasoners import grounding
 from mindscape.reasoners.base import AnswerRequest
 from mindscape.state import Attempt, EvidenceItem, EvidenceNote, Grounding, QAState
+
+READER_OWN: frozenset[Grounding] = frozenset({"verified", "margin"})
+"""The levels whose confidence is already a probability read from the reader (the verifier's
+P(right), the option margin): the certainty cap leaves them alone."""
 
 GRADED = "llm"
 """The reasoner whose attempts take their confidence from the grounding checks."""
@@ -165,7 +170,7 @@ def make_try_answer(deps: Deps) -> Node:
         attempt.setdefault("read", [p["unit_id"] for p in req.passages])
         if "grounding" not in attempt:
             attempt["grounding"] = grounding_level(attempt)
-        if ctx.certainty and "certainty" in attempt and attempt["grounding"] != "verified":
+        if ctx.certainty and "certainty" in attempt and attempt["grounding"] not in READER_OWN:
             attempt["confidence"] = min(attempt["confidence"], attempt["certainty"])
         deps.usage.merge(usage)
         emit(

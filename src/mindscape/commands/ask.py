@@ -4,8 +4,10 @@
                   [--option TEXT ...] [--preset NAME] [--json] [--stream] [--map FILE]
 
 `--json` prints one object (answer, confidence, rounds, evidence with chunk ids and text,
-signature, LLM calls, tokens and fallbacks, the decision trace round by round, the books the
-question touched and the answer's quote: :mod:`mindscape.trace`). `--map FILE` draws that
+signature, LLM calls, tokens and fallbacks, the backend that answered, the decision trace
+round by round, the books the question touched and the answer's quote: :mod:`mindscape.trace`).
+When the ``auto`` backend fell back to the extractive reasoner, one line on stderr says why,
+``--quiet`` or not. `--map FILE` draws that
 trace as a map (SVG, PNG or HTML: :mod:`mindscape.reading_map`). On a terminal, `ask` shows
 the step it is in (retrieving, reading round N, refining) on stderr as it goes; `--stream`
 shows the agent's progress events instead (on stderr; with `--json`, as JSON lines on stdout
@@ -127,6 +129,8 @@ def result_json(out: dict[str, Any]) -> dict[str, Any]:
         "tokens_in": out.get("tokens_in", 0),
         "tokens_out": out.get("tokens_out", 0),
         "llm_fallbacks": out.get("llm_fallbacks", 0),
+        "backend": out.get("backend"),
+        "backend_notice": out.get("backend_notice"),
         "stop_reason": out.get("stop_reason", ""),
         "answer_round": out.get("answer_round", 0),
         "evidence": [
@@ -152,7 +156,8 @@ def render_text(out: dict[str, Any]) -> str:
         f"Answer: {out.get('answer', '')}",
         f"  confidence {out.get('confidence', 0.0):.2f} · {'sufficient' if out.get('sufficient') else 'insufficient'}"
         f" · {out.get('rounds', 0)} round(s) · {out.get('llm_calls', 0)} LLM call(s)"
-        f"{fallbacks_note(out)} · stop: {out.get('stop_reason', '')}",
+        f"{fallbacks_note(out)} · stop: {out.get('stop_reason', '')}"
+        f" · answered by: {out.get('backend') or '?'}",
         "Evidence:",
     ]
     for e in out.get("evidence") or []:
@@ -172,10 +177,17 @@ def render_text(out: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def backend_line(out: dict[str, Any]) -> str | None:
+    """The line that says ``auto`` fell back to the extractive reasoner (None when it did
+    not): printed on stderr, ``--quiet`` or not, since the answer is then no model's."""
+    notice = out.get("backend_notice")
+    return f"mindscape: {notice}" if notice else None
+
+
 def fallbacks_note(out: dict[str, Any]) -> str:
     """``" (1 LLM fallback: ...)"`` when a model reply stayed unusable and the extractive
-    reasoner answered in its place, so the answer is not taken for the model's; else
-    nothing."""
+    reasoner answered in its place, or filled in what a reply left out, so the answer is not
+    taken for the model's; else nothing."""
     n = int(out.get("llm_fallbacks") or 0)
     if not n:
         return ""
@@ -245,6 +257,9 @@ def run(args: argparse.Namespace) -> int:
         out = answer(args, _ask)  # the warm process's answer, else this process's
     except (MindscapeError, ValueError) as exc:
         return report_error(exc, args)
+    line = backend_line(out)
+    if line:  # not a log notice: --quiet does not hide it
+        sys.stderr.write(line + "\n")
     sys.stdout.write(
         (json.dumps(result_json(out), ensure_ascii=False) if args.json else render_text(out)) + "\n"
     )

@@ -134,12 +134,14 @@ def _shown(value: Any) -> str:
 
 
 def add_quiet_option(p: argparse.ArgumentParser) -> None:
-    """`--quiet`: no progress bars and no notices; results and errors only."""
+    """`--quiet`: no progress bars and no notices; results and errors only (and the line that
+    says the ``auto`` backend fell back to extractive, which ``ask`` and ``demo`` print)."""
     p.add_argument(
         "-q",
         "--quiet",
         action="store_true",
-        help="no progress bars, status lines or notices (errors and input warnings still show)",
+        help="no progress bars, status lines or notices (errors, input warnings and an auto "
+        "fall-back to the extractive reasoner still show)",
     )
 
 

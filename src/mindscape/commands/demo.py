@@ -3,10 +3,14 @@
 Answers come from the local model when it is installed (``make demo`` installs it), else
 from the extractive reasoner; every answer shows the reference answer, whether it is right,
 what the answerer read (the focused passages; the top evidence for the extractive reasoner),
-LLM calls, input tokens and seconds. An answer counts as right when it names
-one of the reference's key words (``accept`` in ``data/demo.json``). The key words are chosen
-so that the judge is consistent: every reference answer of a question (the demo's own and the
-bench's, ``answers``) names one of them, which tests/unit/test_demo_judge.py checks.
+LLM calls, input tokens and seconds. An answer counts as right (:func:`is_right`) when it
+names one of the reference's key words (``accept`` in ``data/demo.json``) and says nothing the
+story's answer does not: each of its content words is found in the question, a reference
+answer or the story's answering sentences (``evidence``), and it negates nothing the
+references do not. The key words are chosen so that the judge is consistent: every reference
+answer of a question (the demo's own and the bench's, ``answers``) names one of them, and
+answers with the right words but the wrong meaning are judged wrong, which
+tests/unit/test_demo_judge.py checks.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import time
 from importlib import resources
 from typing import Any
@@ -48,10 +53,42 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
 
 
-def is_right(answer: str, accept: list[str]) -> bool:
-    """Whether ``answer`` names one of the reference's key words (word starts, any case)."""
+_NEGATION = re.compile(r"\b(?:not|no|never|nobody|none|nothing|neither|nor|without)\b|n't\b")
+
+
+def negates(text: str) -> bool:
+    """Whether ``text`` says no ("not", "never", "didn't", ...)."""
+    return bool(_NEGATION.search(text.lower()))
+
+
+def is_right(answer: str, item: dict[str, Any]) -> bool:
+    """Whether ``answer`` is right for the demo question ``item``.
+
+    It must name one of the reference's key words (``accept``: word starts, any case), and
+    say nothing the story's answer does not: every content word of the answer is found in
+    the question, a reference answer or the story's answering sentences (``evidence``; a
+    shared start of four letters counts: "married" / "marry"), and it does not negate unless
+    a reference does. The key word alone let "The prince married Cinderella" pass for the
+    grave question (the reference: the father married again): the words a near miss adds
+    (the prince) are not the story's answer. The judge errs towards wrong: a right answer
+    worded away from the story ("took" for "had taken") is judged wrong.
+    """
+    from mindscape.reasoners.text import content_words
+
     low = answer.lower()
-    return any(re.search(rf"\b{re.escape(word.lower())}", low) for word in accept)
+    if not any(re.search(rf"\b{re.escape(word.lower())}", low) for word in item["accept"]):
+        return False
+    references = [item["reference"], *item.get("answers", [])]
+    if negates(answer) and not any(negates(r) for r in references):
+        return False
+    told = " ".join([item["question"], *references, *item.get("evidence", [])])
+    known = content_words(told)
+    return all(any(_same_word(word, k) for k in known) for word in content_words(answer))
+
+
+def _same_word(a: str, b: str) -> bool:
+    """The same word, or two words of four letters or more that start with the same four."""
+    return a == b or (min(len(a), len(b)) >= 4 and a[:4] == b[:4])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
     header = _index_story(spec, path, embedder, progress=not args.quiet)
     deps = Deps(embedder=embedder, llm_settings=settings_from_args(args))
     settings = deps.settings()
+    if deps.backend_notice:  # not a log notice: --quiet does not hide it
+        print(f"mindscape: {deps.backend_notice}", file=sys.stderr)
     if not args.json:
         print(header)
         print(
@@ -87,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         out = answer_question(question, store=path, deps=deps, **context_values(args))
         seconds = time.perf_counter() - t0
-        ok = is_right(out["answer"], item["accept"])
+        ok = is_right(out["answer"], item)
         total, right, tokens = total + seconds, right + ok, tokens + out.get("tokens_in", 0)
         if args.json:
             row = {"question": item["question"], **result_json(out), "seconds": seconds}

@@ -36,7 +36,8 @@ COST_FIELDS: tuple[str, ...] = (
 )
 """Per-question cost fields, averaged and summed per group. ``llm_fallbacks`` counts the model
 replies that stayed unusable after a re-ask, for which the extractive reasoner answered
-instead: a run with many measures that reasoner more than the model."""
+instead, and the Mem-Encode blocks a reply left out, which it filled in: a run with many
+measures that reasoner more than the model."""
 
 RANKED_FIELDS: tuple[str, ...] = ("recall_at_k", "hit_at_k")
 """Optional per-question mappings k -> value, shown as curves over k."""

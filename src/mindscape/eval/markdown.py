@@ -139,7 +139,8 @@ def _cost_section(report: Mapping[str, Any]) -> list[str]:
     if fell_back:
         lines += [
             "LLM fallbacks: model replies that stayed unusable after a re-ask, answered by the "
-            "extractive reasoner instead (" + "; ".join(fell_back) + ").",
+            "extractive reasoner instead, and Mem-Encode blocks a reply left out, which it "
+            "filled in (" + "; ".join(fell_back) + ").",
             "",
         ]
     return lines

@@ -14,7 +14,8 @@ Every LLM role in mindscape (summaries, probes, cues, answers, decisions) goes t
 * per-call output caps (``max_tokens``), so each role spends only what it needs;
 * token log-probabilities where the endpoint gives them (:mod:`~mindscape.llm.logprobs`): a
   reply's mean token probability (:meth:`LLM.complete_scored`, the reader's certainty) and
-  the first token's likeliest tokens (:meth:`LLM.first_token_logprobs`, option scoring).
+  the first token's likeliest tokens (:meth:`LLM.first_token_logprobs`, option scoring;
+  :meth:`LLM.complete_with_first_top`, a closed answer's option margin).
 
 The facade holds the cache and the accounting; the rest lives in the modules named above.
 """
@@ -252,6 +253,35 @@ class LLM:
         runnable = self._capped(self.chat.bind(logprobs=True, top_logprobs=1), max_tokens)
         text, logprobs = self._cached_call(prompt, system, role, "logprobs", runnable, read)
         return str(text), [float(x) for x in logprobs]
+
+    def complete_with_first_top(
+        self,
+        prompt: str,
+        *,
+        system: str | None = None,
+        role: str = "",
+        max_tokens: int | None = None,
+        top: int = 20,
+    ) -> tuple[str, list[float], dict[str, float]]:
+        """Free text with its output tokens' log-probabilities, as :meth:`complete_logprobs`,
+        and the log-probabilities of the reply's first token's ``top`` likeliest tokens, by
+        token text (empty when the endpoint returns none): in one call, what a closed answer
+        (an option letter, TRUE or FALSE) reads its option margin from."""
+
+        def read(reply: Any) -> list[Any]:
+            records = reply_logprobs(reply)
+            logprobs = [float(t["logprob"]) for t in records if t.get("logprob") is not None]
+            first = (records or [{}])[0]
+            alternatives = {
+                str(t["token"]): float(t["logprob"]) for t in first.get("top_logprobs") or []
+            }
+            return [_text(reply), logprobs, alternatives]
+
+        runnable = self._capped(self.chat.bind(logprobs=True, top_logprobs=top), max_tokens)
+        text, logprobs, first = self._cached_call(
+            prompt, system, role, f"logprobs-top{top}", runnable, read
+        )
+        return str(text), [float(x) for x in logprobs], {str(k): float(v) for k, v in first.items()}
 
     def first_token_logprobs(
         self, prompt: str, *, system: str | None = None, role: str = "", top: int = 20

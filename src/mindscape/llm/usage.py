@@ -19,6 +19,7 @@ _COUNTERS: tuple[str, ...] = (
     "estimated",
     "malformed",
     "unusable",
+    "filled",
 )
 
 
@@ -30,8 +31,12 @@ class Usage:
     has just read, such as an answer sampled again: llama.cpp reuses its cached state, so they
     are not read again and are not in ``tokens_in``), ``cache_hits`` (answers served from the
     cache, not calls),
-    ``retries`` (transient failures that were retried) and ``estimated`` (calls whose
-    token counts were estimated because the model reported none).
+    ``retries`` (transient failures that were retried), ``estimated`` (calls whose
+    token counts were estimated because the model reported none), ``malformed`` (replies
+    re-asked), ``unusable`` (replies still unusable after the re-ask, or refused requests:
+    the extractive reasoner answered instead) and ``filled`` (parts of a usable reply the
+    model left out, which the extractive reasoner filled in: Mem-Encode's blocks without a
+    finding). ``unusable`` and ``filled`` together are a run's LLM fallbacks.
     """
 
     def __init__(self) -> None:

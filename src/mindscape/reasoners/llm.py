@@ -55,10 +55,13 @@ from mindscape.reasoners.replies import (
     block_cues,
     grounded_attempt,
     letter_choice,
+    letter_masses,
+    option_margin,
     parse_plain,
     plain_reply,
     refine_result,
     update_result,
+    verdict_masses,
 )
 from mindscape.reasoners.schemas import (
     ANSWER,
@@ -210,7 +213,8 @@ class LLMReasoner:
             return self.fallback.encode(req, usage=usage)
         cues = block_cues(out, len(req.groups))
         missing = [n for n, c in enumerate(cues) if not c]
-        if missing:
+        if missing:  # the blocks the reply left out: extractive cues, counted as fallbacks
+            usage.add(ENCODE.name, filled=len(missing))
             gaps = replace(req, groups=[req.groups[n] for n in missing], history=[], fuse=False)
             extra = self.fallback.encode(gaps, usage=usage)
             for n, cue in zip(missing, extra.cues, strict=True):
@@ -275,29 +279,61 @@ class LLMReasoner:
         )
 
     def plain_answer(self, req: AnswerRequest, shown: list[EvidenceItem], usage: Usage) -> Attempt:
-        """Ask in plain words (no JSON) and ground the reply against the passages read."""
+        """Ask in plain words (no JSON) and ground the reply against the passages read; a
+        closed answer's confidence is its option margin (:meth:`_margin`)."""
         prompt = render_plain(req, shown)
         llm = self._llm(usage)
         scored = None
         certainty: float | None
-        if self.option_scoring and req.task == "multiple-choice" and req.options:
+        choice = req.task == "multiple-choice" and bool(req.options)
+        closed = choice or req.task == "claim"
+        top: dict[str, float] = {}
+        if self.option_scoring and choice:
             top = llm.first_token_logprobs(prompt, system=self.plain_system, role="answer")
             scored = letter_choice(top, len(req.options))
         logprobs: list[float] = []
         if scored is not None:
             reply, certainty = LETTERS[scored[0]], scored[1]
         else:
-            reply, logprobs = llm.complete_logprobs(
-                prompt, system=self.plain_system, role="answer", max_tokens=PLAIN_MAX_TOKENS
-            )
+            if closed:  # the first token's alternatives too: the option margin reads them
+                reply, logprobs, top = llm.complete_with_first_top(
+                    prompt, system=self.plain_system, role="answer", max_tokens=PLAIN_MAX_TOKENS
+                )
+            else:
+                reply, logprobs = llm.complete_logprobs(
+                    prompt, system=self.plain_system, role="answer", max_tokens=PLAIN_MAX_TOKENS
+                )
             certainty = mean_probability(logprobs)
         attempt = grounded_attempt(req, shown, plain_reply(reply, req, shown), reasoner=self.name)
         attempt["passages"] = [p["text"] for p in shown]
         if certainty is not None:
             attempt["certainty"] = certainty
-        if req.task == "open" and scored is None:
+        if closed:
+            self._margin(attempt, req, top)
+        elif req.task == "open":
             self._judge(attempt, req, shown, prompt, logprobs, llm)
         return attempt
+
+    @staticmethod
+    def _margin(attempt: Attempt, req: AnswerRequest, top: dict[str, float]) -> None:
+        """A plain closed answer's confidence. Its quote is only the passage sentence nearest
+        the option or claim text (:func:`~.replies.plain_reply`), and closed answers skip the
+        checks of the answer's words, so the grounding checks would call any option that
+        shares a word with a passage sentence grounded. Its confidence is instead the reader's
+        own margin between the options at its reply's first token
+        (:func:`~.replies.option_margin` over the letters' or TRUE/FALSE's probability), and
+        its grounding says so (``margin``). An answer that names no option stays
+        insufficient."""
+        if not attempt["sufficient"]:
+            return
+        if req.task == "claim":
+            masses = verdict_masses(top)
+            chosen = {"TRUE": 0, "FALSE": 1}.get(attempt["answer"])
+        else:
+            masses = letter_masses(top, len(req.options))
+            chosen = attempt.get("choice")
+        attempt["confidence"] = option_margin(masses, chosen)
+        attempt["grounding"] = "margin"
 
     def _judge(
         self,

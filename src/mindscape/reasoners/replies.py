@@ -1,6 +1,6 @@
 """Reading the LLM roles' replies: a plain answer's words, an option letter from first-token
-log-probabilities, the grounded attempt (its confidence from
-:mod:`mindscape.reasoners.grounding`, not from the model), and the cues, probes and
+log-probabilities, a closed answer's option margin, the grounded attempt (its confidence
+from :mod:`mindscape.reasoners.grounding`, not from the model), and the cues, probes and
 UPDATE notes kept from a JSON reply."""
 
 from __future__ import annotations
@@ -43,19 +43,55 @@ def parse_plain(reply: str) -> tuple[str, bool]:
     return answer, stated
 
 
-def letter_choice(logprobs: dict[str, float], n_options: int) -> tuple[int, float] | None:
-    """The option whose letter a first token most likely is, with its share of the letters'
-    probability (tokens such as " B" or "B." count for B); None when no letter is among them."""
+def letter_masses(logprobs: dict[str, float], n_options: int) -> list[float]:
+    """The probability a first token gives each option's letter (tokens such as " B" or "B."
+    count for B)."""
     mass = [0.0] * n_options
     for token, logprob in logprobs.items():
         letter = token.strip().rstrip(".):").upper()
         if len(letter) == 1 and letter in LETTERS[:n_options]:
             mass[LETTERS.index(letter)] += math.exp(logprob)
+    return mass
+
+
+def letter_choice(logprobs: dict[str, float], n_options: int) -> tuple[int, float] | None:
+    """The option whose letter a first token most likely is, with its share of the letters'
+    probability (tokens such as " B" or "B." count for B); None when no letter is among them."""
+    mass = letter_masses(logprobs, n_options)
     total = sum(mass)
     if total <= 0.0:
         return None
     best = max(range(n_options), key=mass.__getitem__)
     return best, mass[best] / total
+
+
+VERDICTS = ("true", "false")
+"""A claim's two answers, in the order :func:`verdict_masses` gives their probability."""
+
+
+def verdict_masses(logprobs: dict[str, float]) -> list[float]:
+    """The probability a first token gives TRUE and FALSE: a token counts for a verdict when,
+    stripped and in lower case, it begins that word ("TRUE", " True", "FAL" of "FALSE")."""
+    mass = [0.0, 0.0]
+    for token, logprob in logprobs.items():
+        word = token.strip().rstrip(".):").lower()
+        for n, verdict in enumerate(VERDICTS):
+            if word and verdict.startswith(word):
+                mass[n] += math.exp(logprob)
+    return mass
+
+
+def option_margin(masses: list[float], chosen: int | None) -> float:
+    """A closed answer's confidence from the reader's first-token probabilities of the
+    options: the chosen option's share of the options' probability minus the best other
+    option's share, 0..1 (for TRUE/FALSE, ``2·sigmoid(log-probability margin) − 1``). An even
+    choice scores 0, a sure one 1; 0 when no option's token is among the first token's
+    likeliest (the reply opened with something else) or the chosen one is not the likeliest."""
+    total = sum(masses)
+    if chosen is None or total <= 0.0:
+        return 0.0
+    others = [m for n, m in enumerate(masses) if n != chosen]
+    return max(0.0, (masses[chosen] - max(others, default=0.0)) / total)
 
 
 def supporting_sentence(target: str, passages: list[EvidenceItem]) -> str:
