@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mindscape.models.server import free_port
 from mindscape.memory.build.indexer import IndexConfig, Indexer
 from mindscape.memory.store import MemoryStore
+from mindscape.models.server import free_port
 from tests.conftest import STORY, require
 from tests.fakes import HashingEmbedder
 
