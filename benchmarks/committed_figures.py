@@ -788,6 +788,20 @@ class Figure:
     ceiling_date: str = ""
     commands: tuple[str, ...] = ()
     """The commands of its runs, from the test-run log."""
+    looks: tuple[str, str, str] = ("", "", "")
+    """How many runs had scored the same test questions when `naive`, `mindscape` and the
+    ceiling ran, this one included ("at least the 3rd look"), from the test-run log and the
+    committed rows (:func:`mindscape.eval.testlog.looks`); "not logged" without a line."""
+
+
+def look(source: Source | None, dataset: str) -> str:
+    """The look a headline figure's run was at its test questions (:class:`Figure`.looks)."""
+    from mindscape.eval.testlog import looks
+
+    if source is None:
+        return ""
+    found = run_line(source, dataset)
+    return str(looks(found[0], log_lines(), REPO)) if found is not None else "not logged"
 
 
 def p50(recs: Mapping[str, Mapping[str, Any]], keys: Sequence[str], name: str) -> float:
@@ -832,6 +846,11 @@ def headline() -> list[Figure]:
                 commands=tuple(
                     dict.fromkeys(c[1]["command"] for c in commands if c and c[1].get("command"))
                 ),
+                looks=(
+                    look(row.naive, row.dataset),
+                    look(row.mindscape, row.dataset),
+                    look(row.ceiling if ceiling is not None else None, row.dataset),
+                ),
             )
         )
     return out
@@ -846,12 +865,26 @@ def _files(row: Row) -> str:
     return ", ".join(f"`{p}`" for p in paths)
 
 
+def looks_text(f: Figure) -> str:
+    """The look of a row's runs at its test questions: one, or `naive`'s and `mindscape`'s
+    ("at least the 2nd / 5th look")."""
+    naive, mine = f.looks[0], f.looks[1]
+    if naive == mine:
+        return naive
+    if naive.endswith(" look") and mine.endswith(" look"):
+        lead = "at least the " if "at least" in naive + mine else "the "
+        bare = [x.removeprefix("at least the ").removesuffix(" look") for x in (naive, mine)]
+        return f"{lead}{bare[0]} / {bare[1]} look (`naive` / `mindscape`)"
+    return f"{naive} / {mine} (`naive` / `mindscape`)"
+
+
 def headline_table(figs: Sequence[Figure]) -> str:
     """The headline table of docs/results.md."""
     lines = [
         "| data | `naive` | `mindscape` | mindscape − naive (points, paired) | input tokens p50 | "
-        "seconds p50 | `mindscape` settings | date | per-question results |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "seconds p50 | `mindscape` settings | date | look at these test questions | "
+        "per-question results |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for f in figs:
         mark = DAGGER if f.marked else ""
@@ -861,13 +894,15 @@ def headline_table(figs: Sequence[Figure]) -> str:
             f"| {f.row.label}, {f.row.metric} | {f.naive:.3f} | {f.mindscape:.3f}{mark} | "
             f"{signed(d['mean'])}{mark} [{signed(d['low'])}, {signed(d['high'])}] "
             f"({d['better']} better, {d['worse']} worse) | {f.tokens[0]:.0f} / {f.tokens[1]:.0f} | "
-            f"{f.seconds[0]:.1f} / {f.seconds[1]:.1f} | {settings} | {_dates(f.dates)} | {_files(f.row)} |"
+            f"{f.seconds[0]:.1f} / {f.seconds[1]:.1f} | {settings} | {_dates(f.dates)} | "
+            f"{looks_text(f)} | {_files(f.row)} |"
         )
         if f.ceiling is not None and f.row.ceiling is not None:
             c = f.ceiling
             lines.append(
                 f"| the same questions, the reader given the gold evidence, {f.row.metric} | {c[0]:.3f} "
-                f"| | | {c[1]:.0f} | {c[2]:.1f} | | {f.ceiling_date} | `{f.row.ceiling.path}` |"
+                f"| | | {c[1]:.0f} | {c[2]:.1f} | | {f.ceiling_date} | {f.looks[2]} "
+                f"| `{f.row.ceiling.path}` |"
             )
     lines.append("")
     stale = [f for f in figs if not f.row.current]
@@ -877,6 +912,13 @@ def headline_table(figs: Sequence[Figure]) -> str:
             f"{' and '.join(names)}: measured {before}, not yet rerun with today's default.",
             "",
         ]
+    lines += [
+        "A look is a run that scored the same test questions: the nth look had n − 1 runs "
+        "before it on some of its questions (counted from the test-run log and the committed "
+        'rows; "at least" where the log cannot tell whether an earlier run\'s questions '
+        "overlap).",
+        "",
+    ]
     lines.append("The runs, as the test-run log records them:")
     lines.append("")
     for f in figs:
@@ -901,7 +943,8 @@ def status_lines(figs: Sequence[Figure]) -> str:
         line = (
             f"- {f.row.short}, {when}: {f.row.metric} {f.naive:.3f} for `naive`, "
             f"{f.mindscape:.3f}{mark} for `mindscape`{gold}; paired "
-            f"{signed(d['mean'])}{mark} [{signed(d['low'])}, {signed(d['high'])}] points."
+            f"{signed(d['mean'])}{mark} [{signed(d['low'])}, {signed(d['high'])}] points; "
+            f"{looks_text(f)}."
         )
         out.append(textwrap.fill(line, width=96, subsequent_indent="  ", break_on_hyphens=False))
     if any(f.marked for f in figs):

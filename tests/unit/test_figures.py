@@ -177,3 +177,28 @@ def test_the_headline_says_which_rows_ran_with_today_s_default(
     status = " ".join(cf.status_lines(stale).split())
     assert "Novels (NarrativeQA test, 60 questions of 5 books), measured before a change" in status
     assert "FairytaleQA test (60 random questions), today's default" in status
+
+
+def test_the_headline_says_which_look_at_its_test_questions_each_run_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each headline row says how many runs had scored its test questions (its look), counted
+    from the test-run log and the committed rows, not typed in: the same files with a log that
+    lacks the earlier runs give an earlier look."""
+    parts = ("docs/results/novels/test", "docs/results/novels/test-dense-tie")
+    copy_results(tmp_path, *parts, "docs/results/test-runs.jsonl", cf.FTQA_V2, cf.FTQA_120)
+    copy_results(tmp_path, cf.QUALITY_V2)
+    monkeypatch.setattr(cf, "REPO", tmp_path)
+    figs = cf.headline()
+    assert figs[0].looks[1] == "at least the 10th look"  # FairytaleQA's 60: nine runs before
+    assert "at least the 10th look" in cf.headline_table(figs)
+    assert "at least the 10th look" in cf.status_lines(figs)
+
+    log = tmp_path / "docs" / "results" / "test-runs.jsonl"
+    kept = [x for x in log.read_text().splitlines() if '"dataset": "fairytaleqa"' in x]
+    kept = [x for x in kept if "sample60-v2" in x or "sample120" in x]
+    log.write_text("\n".join(kept) + "\n")
+    figs = cf.headline()
+    assert figs[0].looks[1] == "1st look" and figs[0].looks[2] == "2nd look"  # then the ceiling
+    assert figs[1].looks[1] == "3rd look"  # the 120 share 57 questions with both
+    assert figs[2].looks[1] == "not logged"  # no line for the novels' run in this log
