@@ -5,9 +5,13 @@ outside code spans, fenced blocks and HTML comments; a threshold after ≥ or �
 a version after the word "version" (``Ray version 2.60``). It is accounted for by the mark
 that covers it (benchmarks/committed_figures.py):
 
-* ``<!-- from: PATHS -->``: it is one of the figures the per-question results committed at
-  PATHS give (a mean, a CI bound, a paired difference, a cost, per book or in all). This checks
-  that the figure is one the files give, not that it is the one the sentence means;
+* ``<!-- from: PATHS; KEY KEY ... -->``: the mark names, in page order, the one value of the
+  per-question results committed at PATHS (or of a model's manifest.json) that each figure of
+  its block shows (a mean, a CI bound, a paired difference, a cost, per book or in all): the
+  figure must be that value at its decimals, and a signed figure (``+1.2``, ``−0.4``) a
+  difference with that sign. Whole numbers in the block's tables (token counts, better/worse
+  counts) are figures too. ``python benchmarks/committed_figures.py PATHS`` lists the keys;
+  ``benchmarks/figure_keys.py`` proposes them;
 * ``<!-- generated: NAME -->``: the block is what `make_results.py --figures` writes now;
 * ``<!-- recorded: DATE; COMMAND; WHY -->``: a recorded measurement, with the three parts;
 * ``<!-- settings: WHAT -->``: the numbers are a method's parameters (a temperature, a weight),
@@ -30,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import committed_figures as cf  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
+MODEL_CARDS = sorted((REPO / "src" / "mindscape" / "data").glob("*/README.md"))
 PAGES = [
     REPO / "README.md",
     *(
@@ -47,11 +52,12 @@ PAGES = [
             "agent",
         )
     ),
+    *MODEL_CARDS,
 ]
 """README.md and docs/results.md first: the two pages with generated blocks."""
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_figure_has_a_source(page: Path) -> None:
     problems = cf.problems(page)
     assert not problems, "\n".join(problems)
@@ -100,13 +106,54 @@ def test_a_recorded_mark_needs_its_date_command_and_reason(tmp_path: Path) -> No
     assert "needs 'DATE; COMMAND; WHY'" in cf.problems(page(tmp_path, bad))[0]
 
 
-def test_a_from_mark_checks_each_figure_against_the_files(tmp_path: Path) -> None:
+def test_a_from_mark_holds_each_figure_to_the_one_value_its_key_names(tmp_path: Path) -> None:
     src = "docs/results/novels/test"
-    ok = f"# T\n\n<!-- from: {src} -->\nnaive 0.232, mindscape 0.207, −2.5 [−12.8, +7.7].\n"
+    pair = "test:mindscape~test:naive"
+    keys = f"test:naive.f1 test:mindscape.f1 {pair}.points {pair}.points.lo {pair}.points.hi"
+    ok = f"# T\n\n<!-- from: {src}; {keys} -->\nnaive 0.232, mindscape 0.207, −2.5 [−12.8, +7.7].\n"
     assert cf.problems(page(tmp_path, ok)) == []
-    wrong = f"# T\n\n<!-- from: {src} -->\nnaive 0.233, mindscape 0.207, +42.0.\n"
-    found = [p.split(": ", 1)[1] for p in cf.problems(page(tmp_path, wrong))]
-    assert found == [f"0.233 is not a figure of {src}", f"+42.0 is not a figure of {src}"]
+    # mindscape's 0.207 under naive's key: a value of the files, but not the one named
+    swapped = ok.replace("naive 0.232, mindscape 0.207", "naive 0.207, mindscape 0.232")
+    found = [p.split(": ", 1)[1] for p in cf.problems(page(tmp_path, swapped))]
+    assert len(found) == 2 and found[0].startswith("0.207 is not test:naive.f1")
+    # a sign is part of the figure: +2.5 is not the −2.5 its key names
+    flipped = ok.replace("−2.5 [", "+2.5 [")
+    found = [p.split(": ", 1)[1] for p in cf.problems(page(tmp_path, flipped))]
+    assert len(found) == 1 and found[0].startswith(f"+2.5 is not {pair}.points")
+    # a signed figure shows a difference, never a plain value
+    signed = ok.replace("mindscape 0.207", "mindscape +0.207")
+    found = [p.split(": ", 1)[1] for p in cf.problems(page(tmp_path, signed))]
+    assert found == ["+0.207 is signed, test:mindscape.f1 is not a difference"]
+    # one key a figure: a mark without keys, or with too few, fails
+    bare = f"# T\n\n<!-- from: {src} -->\nnaive 0.232.\n"
+    assert "names 0 keys for 1 figures" in cf.problems(page(tmp_path, bare))[0]
+    # a negated difference: "2.5 points lower"
+    lower = f"# T\n\n<!-- from: {src}; -{pair}.points -->\nmindscape is 2.5 points lower.\n"
+    assert cf.problems(page(tmp_path, lower)) == []
+
+
+def test_whole_numbers_in_a_from_block_s_tables_are_checked(tmp_path: Path) -> None:
+    """Token counts and better/worse counts in a table are figures: a stale one fails."""
+    src = "docs/results/novels/test"
+    pair = "test:mindscape~test:naive"
+    table = "| run | F1 | better / worse |\n|---|---|---|\n| 2 runs | {f1} | {better} / {worse} |\n"
+    keys = f"test:mindscape.f1 {pair}.better {pair}.worse"
+    values = cf.figures([src])
+    good = table.format(
+        f1="0.207", better=int(values[f"{pair}.better"]), worse=int(values[f"{pair}.worse"])
+    )
+    assert cf.problems(page(tmp_path, f"# T\n\n<!-- from: {src}; {keys} -->\n{good}")) == []
+    stale = good.replace(f"| {int(values[f'{pair}.better'])} /", "| 99 /")
+    found = cf.problems(page(tmp_path, f"# T\n\n<!-- from: {src}; {keys} -->\n{stale}"))
+    assert len(found) == 1 and "99 is not" in found[0]
+    assert cf.page_figures("| label 12 | 1,004 / 990 | 2026-12-05 | R@10 |", table=True) == [
+        "1,004",
+        "990",
+    ]
+
+
+def test_the_model_cards_are_checked_pages() -> None:
+    assert MODEL_CARDS and all(card in PAGES for card in MODEL_CARDS)
 
 
 def test_a_mark_under_a_heading_covers_its_subsections_and_one_elsewhere_its_paragraphs(
@@ -124,9 +171,13 @@ def test_answer_confidence_and_reading_rows_give_what_their_scripts_report() -> 
     when unsure, paired); reading_windows.py's readings give each reading's score where it
     holds an answer and where it does not."""
     confidence = cf.figures(["docs/results/local/answer-confidence-fairytaleqa-dev60"])
-    assert {"0.794", "0.195", "0.461", "0.382", "0.550", "+0.016", "-0.001", "+0.050"} <= confidence
+    shown = {
+        f for f in ("0.794", "0.195", "0.461", "0.382", "0.550") if cf.candidates(f, confidence)
+    }
+    signed = {f for f in ("+0.016", "-0.001", "+0.050") if cf.candidates(f, confidence)}
+    assert len(shown) == 5 and len(signed) == 3
     readings = cf.figures(["docs/results/local/reading-windows-fairytaleqa-dev60"])
-    assert {"0.519", "0.141", "0.532", "0.151"} <= readings
+    assert all(cf.candidates(f, readings) for f in ("0.519", "0.141", "0.532", "0.151"))
 
 
 def copy_results(tmp_path: Path, *parts: str) -> Path:
