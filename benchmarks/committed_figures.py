@@ -673,6 +673,10 @@ def blocks(lines: Sequence[str]) -> list[Block]:
     return out
 
 
+WHY_WORDS = 3
+"""The fewest words of a recorded mark's reason ("its rows were not kept", not "n/a")."""
+
+
 def recorded_parts(value: str) -> list[str]:
     """A recorded mark's date, command and reason (``DATE; COMMAND; WHY``)."""
     return [p.strip() for p in value.split(";", 2)]
@@ -689,6 +693,11 @@ def problems(page: Path) -> list[str]:
             parts = recorded_parts(block.value)
             if len(parts) < 3 or not re.match(r"\d{4}-\d{2}-\d{2}", parts[0]) or not all(parts):
                 out.append(f"{where}: a recorded mark needs 'DATE; COMMAND; WHY'")
+            elif len(parts[2].split()) < WHY_WORDS:
+                out.append(
+                    f"{where}: a recorded mark's WHY says in words why no committed rows give "
+                    f"its figures (at least {WHY_WORDS} words): {parts[2]!r}"
+                )
         elif block.kind == "from":
             paths, _, keys = block.value.partition(";")
             try:

@@ -104,6 +104,30 @@ def test_a_recorded_mark_needs_its_date_command_and_reason(tmp_path: Path) -> No
     assert cf.problems(page(tmp_path, good)) == []
     bad = "# T\n\n<!-- recorded: make demo -->\n29.5 s\n"
     assert "needs 'DATE; COMMAND; WHY'" in cf.problems(page(tmp_path, bad))[0]
+    terse = "# T\n\n<!-- recorded: 2026-12-04; make demo; n/a -->\n29.5 s\n"
+    assert "says in words why" in cf.problems(page(tmp_path, terse))[0]
+
+
+def test_no_recorded_block_is_given_whole_by_the_committed_rows_it_names() -> None:
+    """What the committed rows can recompute is a from mark: a recorded block all of whose
+    figures are values of the docs/results files it names (in its text or command) fails."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import figure_keys
+
+    for path in PAGES:
+        _, counts, _ = figure_keys.rewrite(path)
+        assert counts["converted"] == 0, f"{path.name}: run benchmarks/figure_keys.py on it"
+
+
+def test_figure_keys_turns_a_recomputable_recorded_block_into_a_keyed_from(tmp_path: Path) -> None:
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import figure_keys
+
+    src = "docs/results/novels/test"
+    mark = f"<!-- recorded: 2026-12-05; mindscape eval --out {src}; said to be not kept -->"
+    text, counts, _ = figure_keys.rewrite(page(tmp_path, f"# T\n\n{mark}\nnaive 0.232.\n"))
+    assert counts["converted"] == 1 and f"<!-- from: {src}; " in text
+    assert cf.problems(page(tmp_path, text)) == []
 
 
 def test_a_from_mark_holds_each_figure_to_the_one_value_its_key_names(tmp_path: Path) -> None:
@@ -159,7 +183,7 @@ def test_the_model_cards_are_checked_pages() -> None:
 def test_a_mark_under_a_heading_covers_its_subsections_and_one_elsewhere_its_paragraphs(
     tmp_path: Path,
 ) -> None:
-    mark = "<!-- recorded: 2026-12-04; cmd; why -->"
+    mark = "<!-- recorded: 2026-12-04; cmd; no rows were kept -->"
     under = f"## A\n\n{mark}\n\n0.5\n\n### B\n\n0.6\n\n## C\n\n0.7\n"
     assert [p.split(": ")[1][:3] for p in cf.problems(page(tmp_path, under))] == ["0.7"]
     inside = f"## A\n\nText.\n\n{mark}\n0.5\n\n### B\n\n0.6\n"
