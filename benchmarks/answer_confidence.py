@@ -31,7 +31,7 @@ import json
 import statistics
 from typing import Any
 
-from common import log, log_test_run, sample_answers, sample_parser
+from common import begin_test_run, log, log_test_run, sample_answers, sample_parser
 from langchain_core.messages import HumanMessage, SystemMessage
 from reading_windows import focused_sets, request
 from sklearn.metrics import roc_auc_score
@@ -120,6 +120,7 @@ def main() -> None:
     ap.add_argument("--floor", type=float, default=0.5, help="confidence below which to read on")
     ap.add_argument("--out", default="runs/answer-confidence")
     args = ap.parse_args()
+    begin_test_run(args)
     questions, settings, path = sample_answers(args, "answers.jsonl")
     done = {r["qid"] for r in read_records(path)} if path.exists() else set()
     todo = [q for q in questions if q.qid not in done]

@@ -29,7 +29,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from common import bench_questions, log, log_test_run
+from common import allow_dirty_option, begin_test_run, bench_questions, log, log_test_run
 from failure_analysis import evidence_units, store_at, verdict
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -88,6 +88,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--bench", default="../shared/bench")
+    allow_dirty_option(ap)
     ap.add_argument("--dataset", required=True)
     ap.add_argument("--split", default="dev")
     ap.add_argument("--limit", type=int, default=None)
@@ -96,6 +97,7 @@ def main() -> None:
     ap.add_argument("--variants", default="naive,mindscape", help="comma-separated variants")
     ap.add_argument("--out", default=None, help="write one JSON line per (variant, question)")
     args = ap.parse_args()
+    begin_test_run(args)
     questions, settings = bench_questions(args, limit=args.limit, per_doc=args.per_doc)
     deps = Deps(chat=UnsureChat(), llm_settings=LLMSettings(backend="local", structured="off"))
     summary: dict[str, Any] = {"dataset": args.dataset, "split": args.split, "n": len(questions)}

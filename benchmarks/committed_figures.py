@@ -65,32 +65,44 @@ def norm(figure: str) -> str:
     return text
 
 
-def known(figure: str, catalogue: set[str] | frozenset[str]) -> bool:
-    """Whether a page's figure is one of the catalogue's: a signed figure must be a signed
-    one (a difference), an unsigned one may be any value or a difference's size."""
-    text = norm(figure)
-    if text[:1] in "+-":
-        return text in catalogue
-    return text in catalogue or f"+{text}" in catalogue or f"-{text}" in catalogue
+class Figures(dict[str, float]):
+    """The computed values of a source, by key (``results.jsonl:naive.f1``,
+    ``results.jsonl:mindscape~results.jsonl:naive.points.lo``): what a ``from:`` mark names,
+    one key per figure of its block. A page's figure shows the value at the decimals it is
+    written with; a sign written is the value's (:func:`shows`)."""
 
-
-class Figures(set[str]):
-    """A set of normalized figures, added by value and number of decimals; a difference is
-    kept with its sign (``+1.2``), a value without."""
-
-    def add_value(self, value: float | None, *decimals: int, signed: bool = False) -> None:
+    def add_value(self, key: str, value: float | None) -> None:
+        """Keep `value` under `key` (its spaces as ``_``: a mark's keys are space-separated)."""
         if value is None or not math.isfinite(value):
             return
-        for d in decimals:
-            self.add(norm(f"{value:+.{d}f}" if signed else f"{value:.{d}f}"))
+        self.setdefault(key.replace(" ", "_"), float(value))
 
-    def add_ci(
-        self, values: Sequence[float], decimals: int, scale: float = 1.0, signed: bool = False
-    ) -> None:
-        """The mean of `values` and the bounds of its bootstrap CIs (each size of RESAMPLES)."""
+    def add_ci(self, key: str, values: Sequence[float], scale: float = 1.0) -> None:
+        """The mean of `values` (`key`) and the bounds of its bootstrap CIs: ``key.lo`` and
+        ``key.hi`` with the report's 1000 resamples, ``key.lo2000`` and ``key.hi2000`` with the
+        paired helpers' 2000."""
         for n in RESAMPLES:
-            for v in bootstrap_ci(values, n_resamples=n):
-                self.add_value(scale * v, decimals, signed=signed)
+            mean, low, high = bootstrap_ci(values, n_resamples=n)
+            tail = "" if n == RESAMPLES[0] else str(n)
+            self.add_value(key, scale * mean)
+            self.add_value(f"{key}.lo{tail}", scale * low)
+            self.add_value(f"{key}.hi{tail}", scale * high)
+
+
+def decimals_of(figure: str) -> int:
+    text = norm(figure).lstrip("+-")
+    return len(text.split(".", 1)[1]) if "." in text else 0
+
+
+def shows(figure: str, value: float) -> bool:
+    """Whether a page's `figure` is `value` as written: at the figure's decimals, its sign
+    included (``+1.2`` and ``−1.2`` are signed values; ``1.2`` is a value that is not negative
+    at that precision). A percent sign is dropped (the key names the percentage)."""
+    text = norm(figure).replace(",", "")
+    d = decimals_of(text)
+    if text[:1] in "+-":
+        return norm(f"{value:+.{d}f}") == text
+    return norm(f"{value:.{d}f}") == text
 
 
 # ---- reading the files -------------------------------------------------------------------
@@ -190,34 +202,37 @@ def eval_figures(runs: Sequence[Run], out: Figures) -> None:
         recs = list(run.rows.values())
         for name in sorted({k for r in recs for k in r.get("metrics") or {}}):
             values = [float(r["metrics"][name]) for r in recs if name in r["metrics"]]
-            out.add_ci(values, 3)
-            for doc in {r.get("doc_id") for r in recs}:
+            out.add_ci(f"{run.name}.{name}", values)
+            for doc in sorted({str(r.get("doc_id")) for r in recs}):
                 mine = [
                     float(r["metrics"][name])
                     for r in recs
-                    if r.get("doc_id") == doc and name in r["metrics"]
+                    if str(r.get("doc_id")) == doc and name in r["metrics"]
                 ]
-                out.add_value(statistics.mean(mine) if mine else None, 3)
+                out.add_value(f"{run.name}.{name}@{doc}", statistics.mean(mine) if mine else None)
+        out.add_value(f"{run.name}.n", len(recs))
         for k in sorted({k for r in recs for k in r.get("recall_at_k") or {}}):
             out.add_value(
+                f"{run.name}.R@{k}",
                 statistics.mean(
                     float(r["recall_at_k"][k]) for r in recs if k in (r.get("recall_at_k") or {})
                 ),
-                3,
             )
         calls = [float(r.get("llm_calls", 0)) for r in recs]
-        out.add_value(statistics.mean(calls), 2)
-        out.add_value(confidence_auroc(recs), 3)
+        out.add_value(f"{run.name}.llm_calls", statistics.mean(calls))
+        out.add_value(f"{run.name}.auroc", confidence_auroc(recs))
         for name in ("tokens_in", "latency_s"):
             values = [float(r[name]) for r in recs if r.get(name) is not None]
-            for v in percentiles(values).values():
-                out.add_value(v, 1)
-        for doc in {r.get("doc_id") for r in recs}:
+            for q, v in percentiles(values).items():
+                out.add_value(f"{run.name}.{name}.{q}", v)
+        for doc in sorted({str(r.get("doc_id")) for r in recs}):
             seconds = [
-                float(r["latency_s"]) for r in recs if r.get("doc_id") == doc and "latency_s" in r
+                float(r["latency_s"])
+                for r in recs
+                if str(r.get("doc_id")) == doc and "latency_s" in r
             ]
-            for v in percentiles(seconds).values():
-                out.add_value(v, 1)
+            for q, v in percentiles(seconds).items():
+                out.add_value(f"{run.name}.latency_s.{q}@{doc}", v)
     for a in runs:
         for b in runs:
             if a is not b:
@@ -250,27 +265,32 @@ def pair_figures(a: Run, b: Run, out: Figures) -> None:
         sb = [headline_of(b.rows[q]) for q in keys]
     except StopIteration:
         return
-    for order in (keys, in_file):
+    pair = f"{a.name}~{b.name}"
+    for order, tail in ((keys, ""), (in_file, ".in_file")):
         xa = [headline_of(a.rows[q]) for q in order]
         xb = [headline_of(b.rows[q]) for q in order]
         d = paired_points(xa, xb)
-        for v in (d["mean"], d["low"], d["high"]):
-            out.add_value(v, 1, signed=True)
-        out.add_ci([x - y for x, y in zip(xa, xb, strict=True)], 3, signed=True)
+        out.add_value(f"{pair}.points{tail}", d["mean"])
+        out.add_value(f"{pair}.points{tail}.lo", d["low"])
+        out.add_value(f"{pair}.points{tail}.hi", d["high"])
+        out.add_ci(f"{pair}.diff{tail}", [x - y for x, y in zip(xa, xb, strict=True)])
+        out.add_value(f"{pair}.better", d["better"])
+        out.add_value(f"{pair}.worse", d["worse"])
+    out.add_value(f"{pair}.n", len(keys))
     diff = [x - y for x, y in zip(sa, sb, strict=True)]
-    for doc in {a.rows[q].get("doc_id") for q in keys}:
-        mine = [x for q, x in zip(keys, diff, strict=True) if a.rows[q].get("doc_id") == doc]
-        out.add_value(100 * statistics.mean(mine), 1, signed=True)
+    for doc in sorted({str(a.rows[q].get("doc_id")) for q in keys}):
+        mine = [x for q, x in zip(keys, diff, strict=True) if str(a.rows[q].get("doc_id")) == doc]
+        out.add_value(f"{pair}.points@{doc}", 100 * statistics.mean(mine))
     mb = statistics.mean(sb)
     if mb:
-        out.add_value(statistics.mean(sa) / mb, 2)
+        out.add_value(f"{pair}.ratio", statistics.mean(sa) / mb)
     for name in ("tokens_in", "llm_calls"):
         ta = [float(a.rows[q].get(name) or 0) for q in keys]
         tb = [float(b.rows[q].get(name) or 0) for q in keys]
         if statistics.median(tb):
-            out.add_value(statistics.median(ta) / statistics.median(tb), 1)
+            out.add_value(f"{pair}.{name}.ratio_p50", statistics.median(ta) / statistics.median(tb))
         if statistics.mean(tb):
-            out.add_value(statistics.mean(ta) / statistics.mean(tb), 1)
+            out.add_value(f"{pair}.{name}.ratio", statistics.mean(ta) / statistics.mean(tb))
 
 
 RANKER_FIELDS = ("hit1", "rr", "win", "holds")
@@ -282,27 +302,34 @@ def ranker_figures(rows: Sequence[Mapping[str, Any]], out: Figures) -> None:
     names = [k for k, v in rows[0].items() if isinstance(v, dict) and "hit1" in v]
     for name in names:
         for key in RANKER_FIELDS:
-            out.add_ci([float(r[name][key]) for r in rows], 3)
+            out.add_ci(f"{name}.{key}", [float(r[name][key]) for r in rows])
+        out.add_value(f"{name}.n", len(rows))
         ms = [float(r[name]["ms"]) for r in rows]
-        for v in percentiles(ms).values():
-            out.add_value(v, 0, 1)
+        for q, v in percentiles(ms).items():
+            out.add_value(f"{name}.ms.{q}", v)
         gold = statistics.mean(float(r[name]["rank"] is not None) for r in rows)
-        out.add_value(gold, 2, 3)
-        out.add_value(100 * gold, 1)
+        out.add_value(f"{name}.gold", gold)
+        out.add_value(f"{name}.gold%", 100 * gold)
     for a in names:
         for b in names:
             if a != b:
                 for key in RANKER_FIELDS:
                     d = paired_points([r[a][key] for r in rows], [r[b][key] for r in rows])
-                    for v in (d["mean"], d["low"], d["high"]):
-                        out.add_value(v, 1, signed=True)
+                    out.add_value(f"{a}~{b}.{key}.points", d["mean"])
+                    out.add_value(f"{a}~{b}.{key}.points.lo", d["low"])
+                    out.add_value(f"{a}~{b}.{key}.points.hi", d["high"])
+                    out.add_value(f"{a}~{b}.{key}.better", d["better"])
+                    out.add_value(f"{a}~{b}.{key}.worse", d["worse"])
 
 
 def misses_figures(rows: Sequence[Mapping[str, Any]], out: Figures) -> None:
     """The share of each bucket, and of questions a session summary answers, with CIs."""
     for name in sorted({r["bucket"] for r in rows}):
-        out.add_ci([float(r["bucket"] == name) for r in rows], 2)
-    out.add_ci([float(bool(r.get("summary"))) for r in rows], 2)
+        out.add_ci(f"bucket:{name}", [float(r["bucket"] == name) for r in rows])
+        out.add_value(f"bucket:{name}.n", sum(r["bucket"] == name for r in rows))
+    out.add_ci("summary", [float(bool(r.get("summary"))) for r in rows])
+    out.add_value("summary.n", sum(bool(r.get("summary")) for r in rows))
+    out.add_value("n", len(rows))
 
 
 def reading_runs(rows: Sequence[Mapping[str, Any]]) -> list[Run]:
@@ -321,10 +348,11 @@ def readings_figures(rows: Sequence[Mapping[str, Any]], out: Figures) -> None:
     where it does not; then the eval figures of the readings as runs."""
     runs = reading_runs(rows)
     for run in runs:
-        out.add_value(statistics.mean(float(r.get("holds", 0)) for r in run.rows.values()), 3)
-        for held in (True, False):
+        holds = statistics.mean(float(r.get("holds", 0)) for r in run.rows.values())
+        out.add_value(f"{run.name}.holds", holds)
+        for held, tail in ((True, "holds"), (False, "misses")):
             scores = [float(r["score"]) for r in run.rows.values() if bool(r.get("holds")) is held]
-            out.add_value(statistics.mean(scores) if scores else None, 3)
+            out.add_value(f"{run.name}.score@{tail}", statistics.mean(scores) if scores else None)
     eval_figures(runs, out)
 
 
@@ -371,11 +399,11 @@ def confidence_figures(rows: Sequence[Mapping[str, Any]], out: Figures) -> None:
     eval_figures(confidence_runs(rows), out)
     top2 = [float(r["top2"]["score"]) for r in rows]
     next2 = [float(r.get("next2", r["top2"])["score"]) for r in rows]
-    out.add_ci([max(a, b) for a, b in zip(top2, next2, strict=True)], 3)
+    out.add_ci("oracle", [max(a, b) for a, b in zip(top2, next2, strict=True)])
     good = [s >= 0.5 for s in top2]
     if 0 < sum(good) < len(good):
         conf = [answer_confidence(r["top2"]) for r in rows]
-        out.add_value(float(roc_auc_score(good, conf)), 3)
+        out.add_value("top2.confidence_auroc", float(roc_auc_score(good, conf)))
     picked, asked = [], 0
     for r in rows:
         first, second = r["top2"], r.get("next2")
@@ -385,9 +413,9 @@ def confidence_figures(rows: Sequence[Mapping[str, Any]], out: Figures) -> None:
         asked += 1
         better = answer_confidence(second) > answer_confidence(first)
         picked.append(float((second if better else first)["score"]))
-    out.add_value(statistics.mean(picked), 3)
-    out.add_ci([p - s for p, s in zip(picked, top2, strict=True)], 3, signed=True)
-    out.add_value(asked / len(rows), 2)
+    out.add_value("rule", statistics.mean(picked))
+    out.add_ci("rule~top2.diff", [p - s for p, s in zip(picked, top2, strict=True)])
+    out.add_value("rule.asked", asked / len(rows))
 
 
 def reader_runs(rows: list[dict[str, Any]]) -> list[Run]:
@@ -450,46 +478,98 @@ def runs_of(source: Path) -> list[Run]:
 
 
 @functools.cache
-def _figures(source: str) -> frozenset[str]:
+def _figures(source: str) -> dict[str, float]:
     path = REPO / source
     if not path.exists():
         raise FileNotFoundError(f"{source}: no such file or folder under {REPO}")
     out = Figures()
+    if path.suffix == ".json":  # a manifest: its numbers, by their path
+        json_figures(json.loads(path.read_text(encoding="utf-8")), "", out)
+        return dict(out)
     eval_figures(eval_runs(path), out)
     eval_figures(evidence_runs(path), out)
     for file in files_of(path):
         rows = rows_of(file)
         kind = kind_of(rows[0]) if rows else "other"
+        mine = Figures()
         if kind == "ranker":
-            ranker_figures(rows, out)
+            ranker_figures(rows, mine)
         elif kind == "misses":
-            misses_figures(rows, out)
+            misses_figures(rows, mine)
         elif kind == "readings":
-            readings_figures(rows, out)
+            readings_figures(rows, mine)
         elif kind == "reader":
-            eval_figures(reader_runs(rows), out)
+            eval_figures(reader_runs(rows), mine)
         elif kind == "confidence":
-            confidence_figures(rows, out)
-    return frozenset(out)
+            confidence_figures(rows, mine)
+        prefix = f"{file.name}:" if path.is_dir() else ""
+        for key, value in mine.items():
+            out.add_value(prefix + key, value)
+    return dict(out)
 
 
-def figures(sources: Iterable[str]) -> set[str]:
-    """Every figure the committed files at `sources` give (paths from the repository root;
-    paired differences are taken between runs of the same source only: name a folder, or
-    list both files, to pair two runs)."""
+def json_figures(data: Any, key: str, out: Figures) -> None:
+    """Every number of a JSON document (a model's manifest), keyed by its path
+    (``dev.holds.mean``, ``labels.0``)."""
+    if isinstance(data, bool):
+        return
+    if isinstance(data, int | float):
+        out.add_value(key, float(data))
+    elif isinstance(data, dict):
+        for k, v in data.items():
+            json_figures(v, f"{key}.{k}" if key else str(k), out)
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            json_figures(v, f"{key}.{i}" if key else str(i), out)
+
+
+def figures(sources: Iterable[str]) -> dict[str, float]:
+    """Every value the committed files at `sources` give, by key (paths from the repository
+    root). With several sources each key starts with its source's place (``[2]``), and the
+    paired differences between runs of different sources are there too
+    (``[1]results.jsonl:mindscape~[2]results.jsonl:mindscape.points``)."""
     sources = [s.strip().rstrip("/") for s in sources if s.strip()]
-    out: set[str] = set()
-    for s in sources:
-        out |= _figures(s)
-    if len(sources) > 1:  # pairs across the sources
-        runs = [run for s in sources for run in runs_of(REPO / s)]
-        across = Figures()
-        for a in runs:
-            for b in runs:
-                if a is not b:
-                    pair_figures(a, b, across)
-        out |= across
+    if len(sources) == 1:
+        return dict(_figures(sources[0]))
+    out: dict[str, float] = {}
+    for i, s in enumerate(sources, 1):
+        out.update({f"[{i}]{k}": v for k, v in _figures(s).items()})
+    runs = []
+    for i, s in enumerate(sources, 1):
+        for run in runs_of(REPO / s):
+            runs.append(Run(f"[{i}]{run.name}", run.rows))
+    across = Figures()
+    for a in runs:
+        for b in runs:
+            if a is not b and a.name[:3] != b.name[:3]:
+                pair_figures(a, b, across)
+    out.update(across)
     return out
+
+
+def is_difference(key: str) -> bool:
+    """Whether a key names a difference between two runs (``A~B.points``): the only values a
+    signed figure (``+1.2``, ``−0.4``) may show."""
+    return "~" in key
+
+
+def candidates(figure: str, values: Mapping[str, float]) -> list[str]:
+    """The keys whose value `figure` shows (:func:`shows`): for a signed figure, differences
+    only; for an unsigned one, also ``-KEY``, a negated difference (a difference told by its
+    size: "2.1 points lower")."""
+    signed = norm(figure)[:1] in "+-"
+    found = [k for k, v in values.items() if shows(figure, v) and (is_difference(k) or not signed)]
+    if not signed:
+        found += [
+            f"-{k}" for k, v in values.items() if is_difference(k) and v < 0 and shows(figure, -v)
+        ]
+    return found
+
+
+def value_of(key: str, values: Mapping[str, float]) -> float | None:
+    if key.startswith("-") and key[1:] in values:
+        return -values[key[1:]]
+    return values.get(key)
 
 
 # ---- the marks in a page -----------------------------------------------------------------
@@ -502,6 +582,11 @@ HEADING = re.compile(r"^(#{1,6})\s")
 FIGURE = re.compile(r"(?<![\w.\-])[-+−]?\d+\.\d+(?![\w.]?\d|[A-Za-z_])%?")
 """A decimal number with its sign and percent sign, if any: 0.408, +1.2, −3.4, 98.1%; not a
 version (2.13.0, Apache-2.0), a name (Qwen2.5, 1.5B) or a number inside a word."""
+INTEGER = re.compile(
+    r"(?<![\w.,\-−+@/:#×$])[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?![\w.%@$]|,\d|:\d|[-–]\d)"
+)
+"""A whole number in a table cell (533, 1,028, 9 / 6): a figure too, except in a row's first
+cell (its label) and the header; not part of a date, a time, a name or a decimal."""
 CODE = re.compile(r"`[^`]*`")
 LINK_TARGET = re.compile(r"\]\([^)]*\)")
 REQUIREMENT = re.compile(r"(?:≥|>=|≤|<=)\s*$")
@@ -524,15 +609,25 @@ class Block:
     """(1-based line, figure) of every figure in it."""
 
 
-def page_figures(line: str) -> list[str]:
+def page_figures(line: str, *, table: bool = False) -> list[str]:
     """The figures of one line of prose: code spans, link targets, requirements (``≥ 3.11``)
-    and versions (``version 2.60``) left out."""
-    text = LINK_TARGET.sub("]", CODE.sub("", line))
-    return [
-        m.group(0)
+    and versions (``version 2.60``) left out. In a table row (`table`), the whole numbers of
+    every cell but the first are figures too, in their place among the decimals."""
+    text = LINK_TARGET.sub("]", CODE.sub(lambda m: " " * len(m.group(0)), line))
+    found = [
+        (m.start(), m.group(0))
         for m in FIGURE.finditer(text)
         if not REQUIREMENT.search(before := text[: m.start()]) and not VERSION.search(before)
     ]
+    if table and text.lstrip().startswith("|"):
+        first = text.index("|", text.index("|") + 1)  # the end of the label cell
+        blank = FIGURE.sub(lambda m: " " * len(m.group(0)), text)
+        found += [
+            (m.start(), m.group(0))
+            for m in INTEGER.finditer(blank)
+            if m.start() > first and not REQUIREMENT.search(blank[: m.start()])
+        ]
+    return [f for _, f in sorted(found)]
 
 
 def blocks(lines: Sequence[str]) -> list[Block]:
@@ -571,8 +666,15 @@ def blocks(lines: Sequence[str]) -> list[Block]:
         under_heading = False
         if line.lstrip().startswith("<!--"):
             continue
-        out[-1].figures += [(i, f) for f in page_figures(line)]
+        header = i < len(lines) and lines[i].lstrip().startswith("|-")  # the next line rules
+        rule = line.lstrip().startswith("|-")
+        table = out[-1].kind == "from" and not header and not rule
+        out[-1].figures += [(i, f) for f in page_figures(line, table=table)]
     return out
+
+
+WHY_WORDS = 3
+"""The fewest words of a recorded mark's reason ("its rows were not kept", not "n/a")."""
 
 
 def recorded_parts(value: str) -> list[str]:
@@ -591,17 +693,33 @@ def problems(page: Path) -> list[str]:
             parts = recorded_parts(block.value)
             if len(parts) < 3 or not re.match(r"\d{4}-\d{2}-\d{2}", parts[0]) or not all(parts):
                 out.append(f"{where}: a recorded mark needs 'DATE; COMMAND; WHY'")
+            elif len(parts[2].split()) < WHY_WORDS:
+                out.append(
+                    f"{where}: a recorded mark's WHY says in words why no committed rows give "
+                    f"its figures (at least {WHY_WORDS} words): {parts[2]!r}"
+                )
         elif block.kind == "from":
+            paths, _, keys = block.value.partition(";")
             try:
-                known_figures = figures(block.value.split(","))
+                values = figures(paths.split(","))
             except FileNotFoundError as exc:
                 out.append(f"{where}: {exc}")
                 continue
-            out += [
-                f"{name}:{i}: {f} is not a figure of {block.value}"
-                for i, f in block.figures
-                if not known(f, known_figures)
-            ]
+            named = keys.split()
+            if len(named) != len(block.figures):
+                out.append(
+                    f"{where}: the mark names {len(named)} keys for {len(block.figures)} "
+                    "figures ('from: PATHS; KEY ...', one key a figure, in order)"
+                )
+                continue
+            for (i, f), key in zip(block.figures, named, strict=True):
+                value = value_of(key, values)
+                if value is None:
+                    out.append(f"{name}:{i}: {f}: {key} is not a value of {paths.strip()}")
+                elif not shows(f, value):
+                    out.append(f"{name}:{i}: {f} is not {key} ({value:g})")
+                elif norm(f)[:1] in "+-" and not is_difference(key):
+                    out.append(f"{name}:{i}: {f} is signed, {key} is not a difference")
         elif block.kind == "none":
             out += [
                 f"{name}:{i}: {f} has no source (from, recorded or generated)"
@@ -788,6 +906,20 @@ class Figure:
     ceiling_date: str = ""
     commands: tuple[str, ...] = ()
     """The commands of its runs, from the test-run log."""
+    looks: tuple[str, str, str] = ("", "", "")
+    """How many runs had scored the same test questions when `naive`, `mindscape` and the
+    ceiling ran, this one included ("at least the 3rd look"), from the test-run log and the
+    committed rows (:func:`mindscape.eval.testlog.looks`); "not logged" without a line."""
+
+
+def look(source: Source | None, dataset: str) -> str:
+    """The look a headline figure's run was at its test questions (:class:`Figure`.looks)."""
+    from mindscape.eval.testlog import looks
+
+    if source is None:
+        return ""
+    found = run_line(source, dataset)
+    return str(looks(found[0], log_lines(), REPO)) if found is not None else "not logged"
 
 
 def p50(recs: Mapping[str, Mapping[str, Any]], keys: Sequence[str], name: str) -> float:
@@ -832,6 +964,11 @@ def headline() -> list[Figure]:
                 commands=tuple(
                     dict.fromkeys(c[1]["command"] for c in commands if c and c[1].get("command"))
                 ),
+                looks=(
+                    look(row.naive, row.dataset),
+                    look(row.mindscape, row.dataset),
+                    look(row.ceiling if ceiling is not None else None, row.dataset),
+                ),
             )
         )
     return out
@@ -846,12 +983,26 @@ def _files(row: Row) -> str:
     return ", ".join(f"`{p}`" for p in paths)
 
 
+def looks_text(f: Figure) -> str:
+    """The look of a row's runs at its test questions: one, or `naive`'s and `mindscape`'s
+    ("at least the 2nd / 5th look")."""
+    naive, mine = f.looks[0], f.looks[1]
+    if naive == mine:
+        return naive
+    if naive.endswith(" look") and mine.endswith(" look"):
+        lead = "at least the " if "at least" in naive + mine else "the "
+        bare = [x.removeprefix("at least the ").removesuffix(" look") for x in (naive, mine)]
+        return f"{lead}{bare[0]} / {bare[1]} look (`naive` / `mindscape`)"
+    return f"{naive} / {mine} (`naive` / `mindscape`)"
+
+
 def headline_table(figs: Sequence[Figure]) -> str:
     """The headline table of docs/results.md."""
     lines = [
         "| data | `naive` | `mindscape` | mindscape − naive (points, paired) | input tokens p50 | "
-        "seconds p50 | `mindscape` settings | date | per-question results |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "seconds p50 | `mindscape` settings | date | look at these test questions | "
+        "per-question results |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for f in figs:
         mark = DAGGER if f.marked else ""
@@ -861,13 +1012,15 @@ def headline_table(figs: Sequence[Figure]) -> str:
             f"| {f.row.label}, {f.row.metric} | {f.naive:.3f} | {f.mindscape:.3f}{mark} | "
             f"{signed(d['mean'])}{mark} [{signed(d['low'])}, {signed(d['high'])}] "
             f"({d['better']} better, {d['worse']} worse) | {f.tokens[0]:.0f} / {f.tokens[1]:.0f} | "
-            f"{f.seconds[0]:.1f} / {f.seconds[1]:.1f} | {settings} | {_dates(f.dates)} | {_files(f.row)} |"
+            f"{f.seconds[0]:.1f} / {f.seconds[1]:.1f} | {settings} | {_dates(f.dates)} | "
+            f"{looks_text(f)} | {_files(f.row)} |"
         )
         if f.ceiling is not None and f.row.ceiling is not None:
             c = f.ceiling
             lines.append(
                 f"| the same questions, the reader given the gold evidence, {f.row.metric} | {c[0]:.3f} "
-                f"| | | {c[1]:.0f} | {c[2]:.1f} | | {f.ceiling_date} | `{f.row.ceiling.path}` |"
+                f"| | | {c[1]:.0f} | {c[2]:.1f} | | {f.ceiling_date} | {f.looks[2]} "
+                f"| `{f.row.ceiling.path}` |"
             )
     lines.append("")
     stale = [f for f in figs if not f.row.current]
@@ -877,6 +1030,13 @@ def headline_table(figs: Sequence[Figure]) -> str:
             f"{' and '.join(names)}: measured {before}, not yet rerun with today's default.",
             "",
         ]
+    lines += [
+        "A look is a run that scored the same test questions: the nth look had n − 1 runs "
+        "before it on some of its questions (counted from the test-run log and the committed "
+        'rows; "at least" where the log cannot tell whether an earlier run\'s questions '
+        "overlap).",
+        "",
+    ]
     lines.append("The runs, as the test-run log records them:")
     lines.append("")
     for f in figs:
@@ -901,7 +1061,8 @@ def status_lines(figs: Sequence[Figure]) -> str:
         line = (
             f"- {f.row.short}, {when}: {f.row.metric} {f.naive:.3f} for `naive`, "
             f"{f.mindscape:.3f}{mark} for `mindscape`{gold}; paired "
-            f"{signed(d['mean'])}{mark} [{signed(d['low'])}, {signed(d['high'])}] points."
+            f"{signed(d['mean'])}{mark} [{signed(d['low'])}, {signed(d['high'])}] points; "
+            f"{looks_text(f)}."
         )
         out.append(textwrap.fill(line, width=96, subsequent_indent="  ", break_on_hyphens=False))
     if any(f.marked for f in figs):
@@ -934,8 +1095,8 @@ def main() -> None:
     sources = sys.argv[1:]
     if not sources:
         sys.exit(__doc__)
-    for f in sorted(figures(sources), key=lambda x: (len(x), x)):
-        print(f)
+    for key, value in figures(sources).items():
+        print(f"{key}\t{value:g}")
 
 
 if __name__ == "__main__":

@@ -333,7 +333,18 @@ def doc_parser(doc: str | None) -> argparse.ArgumentParser:
         description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--bench", default="../shared/bench")
+    allow_dirty_option(ap)
     return ap
+
+
+def allow_dirty_option(ap: argparse.ArgumentParser) -> None:
+    """``--allow-dirty``: a test split from a tree with uncommitted code (see begin_test_run)."""
+    ap.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="run a test split from a tree with uncommitted changes under src/ or benchmarks/ "
+        "(refused otherwise; the test-run log records it)",
+    )
 
 
 def run_eval(cmd: Sequence[str], cwd: Path) -> None:
@@ -386,24 +397,52 @@ def sample_answers(args: argparse.Namespace, filename: str) -> tuple[list[Any], 
     return questions, settings, path
 
 
+def on_test(args: argparse.Namespace) -> bool:
+    """Whether the script's ``--split`` reads test rows (``test``, or ``dev+test``)."""
+    return "test" in str(getattr(args, "split", "") or "").split("+")
+
+
+def begin_test_run(args: argparse.Namespace) -> None:
+    """Start the script's run in the test-run log, on a test split, before any row is read:
+    the commit and the tree's state are taken now (:func:`mindscape.eval.testlog.start_test_run`),
+    and a tree with uncommitted changes under src/ or benchmarks/ stops the script unless
+    ``--allow-dirty``. Nothing on dev. :func:`log_test_run` writes the line at the end."""
+    from mindscape.errors import MindscapeError
+    from mindscape.eval.testlog import start_test_run
+
+    if not on_test(args):
+        return
+    try:
+        args.test_run = start_test_run(allow_dirty=bool(getattr(args, "allow_dirty", False)))
+    except MindscapeError as exc:
+        raise SystemExit(f"{Path(sys.argv[0]).name}: error: {exc}") from None
+
+
 def log_test_run(
     args: argparse.Namespace,
     figures: Mapping[str, tuple[str | None, float | None, int]] | None,
     *,
     presets: Sequence[str] = (),
     llm: str | None = None,
+    qids: Sequence[str] | None = None,
 ) -> None:
-    """On a test split, append the script's run to the test-run log
-    (:mod:`mindscape.eval.testlog`): its questions (``args``' sample, seed, limit, per_doc and
-    doc_id, where it has them), what answered, each reader's headline figure as ``name ->
-    (metric, mean, n)`` (None: the script prints figures the log does not keep), and
-    ``args.out``. Nothing on dev."""
+    """On a test split, append the script's run, as :func:`begin_test_run` started it, to the
+    test-run log (:mod:`mindscape.eval.testlog`): its questions (``args``' sample, seed, limit,
+    per_doc, doc_id and stories where it has them, and `qids`, the ids it scored), what
+    answered, each reader's headline figure as ``name -> (metric, mean, n)`` (None: the script
+    prints figures the log does not keep), and ``args.out``. Nothing on dev."""
     from mindscape.eval.testlog import append_test_run, figure, log_line
 
-    if getattr(args, "split", None) != "test":
+    if not on_test(args):
         return
-    filters = {name: getattr(args, name, None) for name in ("sample", "seed", "limit", "per_doc")}
+    run = getattr(args, "test_run", None)
+    if run is None:
+        raise RuntimeError("a test run logged but never started: call begin_test_run(args) first")
+    names = ("sample", "seed", "limit", "per_doc", "stories")
+    filters = {name: getattr(args, name, None) for name in names}
     filters["doc_ids"] = getattr(args, "doc_id", None)
+    if args.split != "test":
+        filters["splits"] = args.split
     line = log_line(
         source=f"benchmarks/{Path(sys.argv[0]).name}",
         dataset=str(getattr(args, "dataset", "")),
@@ -413,6 +452,8 @@ def log_test_run(
         llm=llm,
         figures={k: figure(*v) for k, v in figures.items()} if figures is not None else None,
         out=getattr(args, "out", None) or None,
+        run=run,
         command=shlex.join(["python", *sys.argv]),
+        qids=qids,
     )
     append_test_run(line)

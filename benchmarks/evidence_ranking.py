@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from common import (
+    begin_test_run,
     bench_questions,
     limit_threads,
     log,
@@ -207,6 +208,7 @@ def main() -> None:
         "--pools", default="", help="pickle of the captured pools (reused when present)"
     )
     args = ap.parse_args()
+    begin_test_run(args)
     tmp = tempfile.TemporaryDirectory()
     if args.demo:
         args.bench, args.dataset, args.split = str(demo_bench(Path(tmp.name))), "demo", "dev"

@@ -24,7 +24,7 @@ import json
 from functools import cache
 from pathlib import Path
 
-from common import chunk_spans, log_test_run
+from common import allow_dirty_option, begin_test_run, chunk_spans, log_test_run
 
 from mindscape.eval.bench import load_questions
 from mindscape.eval.report import PRIMARY_METRICS
@@ -79,12 +79,14 @@ def main() -> None:
     )
     ap.add_argument("--run", required=True, help="the eval's output folder (holds results.jsonl)")
     ap.add_argument("--bench", default="../shared/bench")
+    allow_dirty_option(ap)
     ap.add_argument("--dataset", required=True)
     ap.add_argument("--split", required=True)
     ap.add_argument("--preset", default="mindscape")
     ap.add_argument("--stores", default=".mindscape/bench-stores")
     ap.add_argument("--limit", type=int, default=30, help="failed questions to read")
     args = ap.parse_args()
+    begin_test_run(args)
     records = [json.loads(x) for x in (Path(args.run) / "results.jsonl").read_text().splitlines()]
     mine = [r for r in records if r["preset"] == args.preset and "evidence" in r]
     questions = {q.qid: q for q in load_questions(args.bench, args.dataset, args.split)}

@@ -26,7 +26,7 @@ import json
 from typing import Any
 
 from answer_evidence import parse_variant
-from common import bench_questions, log, log_test_run, sample_parser
+from common import begin_test_run, bench_questions, log, log_test_run, sample_parser
 from failure_analysis import evidence_units, store_at
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -92,6 +92,7 @@ def main() -> None:
         help="answer with the local model too (full loop) and report token F1",
     )
     args = ap.parse_args()
+    begin_test_run(args)
     questions, settings = bench_questions(
         args, sample=args.sample or None, seed=args.seed, doc_ids=args.doc_id, per_doc=args.per_doc
     )

@@ -77,11 +77,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (  # noqa: E402
+    allow_dirty_option,
+    begin_test_run,
     choose_stories,
     chunk_spans,
     fmt_ci,
     limit_threads,
     log,
+    log_test_run,
     mean_ci,
     paired_diffs,
     print_paired,
@@ -202,6 +205,7 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bench", default="../shared/bench")
     ap.add_argument("--split", default="dev", choices=["dev", "test"])
+    allow_dirty_option(ap)
     ap.add_argument(
         "--stories",
         type=int,
@@ -293,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--mom-paths must be at least 2 ((c) is the single memory)")
     from mindscape.eval.bench import load_documents, load_questions
 
+    if not args.estimate:
+        begin_test_run(args)  # before a test row is read
     docs = choose_stories(load_documents(args.bench, DATASET, args.split), args.stories, args.seed)
     if args.estimate:
         return estimate(args, docs)
@@ -317,6 +323,9 @@ def main(argv: list[str] | None = None) -> int:
     answers = answer_report(args, builder, emb, rows, questions, pool) if args.answer else {}
     line = {**run_fields(args, builder, len(docs), len(questions)), **summary}
     print(json.dumps({**line, **cost_fields(builder, per_story), **answers}))
+    args.dataset, n = DATASET, len(questions)
+    recall = {m.name: ("R@10", summary[f"recall@{K}"][m.name]["mean"], n) for m in rows}
+    log_test_run(args, recall, llm=args.llm, qids=[q.qid for q in questions])
     return 0
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from common import bench_questions, log, log_test_run, sample_parser
+from common import begin_test_run, bench_questions, log, log_test_run, sample_parser
 from evidence_ranking import Captured, capture_pools, read_windows
 from focus_recall import holds_answer, targets
 
@@ -91,6 +91,7 @@ def main() -> None:
     ap.add_argument("--results", default="", help="an eval results.jsonl of these questions")
     ap.add_argument("--out", default="", help="folder for summary.json and questions.jsonl")
     args = ap.parse_args()
+    begin_test_run(args)
     questions, settings = bench_questions(
         args, sample=args.sample or None, seed=args.seed, per_doc=args.per_doc, limit=args.limit
     )

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import log, log_test_run, sample_parser
+from common import begin_test_run, log, log_test_run, sample_parser
 from make_demos import demo_for
 from reader_ceiling import as_passages, gold_passages
 
@@ -225,6 +225,7 @@ def main() -> None:
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--shuffle", action="store_true", help="answer in a random order")
     args = ap.parse_args()
+    begin_test_run(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     sample = args.sample or None

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import log, log_test_run, sample_parser
+from common import begin_test_run, log, log_test_run, sample_parser
 
 from mindscape.eval.bench import load_questions
 from mindscape.eval.metrics import bootstrap_ci, token_f1
@@ -150,6 +150,7 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--report-only", action="store_true", help="answer nothing, only report")
     args = ap.parse_args()
+    begin_test_run(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     qs = load_questions(args.bench, args.dataset, args.split, sample=args.sample, seed=args.seed)

@@ -28,7 +28,7 @@ import json
 import statistics
 from typing import Any
 
-from common import log, log_test_run, sample_answers, sample_parser
+from common import begin_test_run, log, log_test_run, sample_answers, sample_parser
 from focus_recall import NotStatedChat, holds_answer, targets
 from reader_ceiling import gold_passages, reader
 
@@ -96,6 +96,7 @@ def main() -> None:
     ap.add_argument("--readings", nargs="+", default=list(READINGS), choices=READINGS)
     ap.add_argument("--out", default="runs/reading-windows")
     args = ap.parse_args()
+    begin_test_run(args)
     questions, settings, path = sample_answers(args, "readings.jsonl")
     done = {(r["reading"], r["qid"]) for r in read_records(path)} if path.exists() else set()
     todo = [

@@ -36,6 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 from common import (  # noqa: E402
     CACHE_ENV,
+    allow_dirty_option,
+    begin_test_run,
     cache_root,
     chunk_spans,
     draw_pools,
@@ -43,6 +45,7 @@ from common import (  # noqa: E402
     limit_threads,
     llm_namespace,
     log,
+    log_test_run,
     paired_diffs,
     paired_line,
     print_paired,
@@ -127,6 +130,7 @@ def parser() -> argparse.ArgumentParser:
     """The command line (see the module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bench", default="../shared/bench")
+    allow_dirty_option(ap)
     ap.add_argument("--dataset", default="fairytaleqa")
     ap.add_argument(
         "--split",
@@ -266,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     config, make_llm, llm_id = index_setup(args)
     if args.estimate:
         return print_estimate(args, splits, config)
+    begin_test_run(args)  # before a test row is read
     emb = load_embedder(args.embedder)
     if spec_model_id(args.embedder) != DEFAULT_MODEL:
         # Stores are keyed by content and index config, not by embedder: keep them apart.
@@ -308,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
         "questions": n_asked,
     }
     print(json.dumps(summary))
+    figures = {name: ("R@10", total.mean(name, 10), n_asked) for name in MAIN}
+    test_qids = [q.qid for q in questions if q.split == "test"]
+    log_test_run(args, figures, llm=llm_id or None, qids=test_qids)
     return 0
 
 

@@ -45,6 +45,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = Path(os.environ.get("MINDSCAPE_BENCH", REPO.parent / "shared" / "bench"))
+FIXTURE_BENCH = REPO / "tests" / "bench"
+"""A small bench made from the bundled story (tests/fixture_bench.py): there in CI too."""
 STORY = REPO / "src" / "mindscape" / "data" / "cinderella.txt"
 
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}

@@ -1,4 +1,8 @@
-"""`mindscape eval` end to end on real data: real index, real graph, killed midway and resumed."""
+"""`mindscape eval` end to end on real data: real index, real graph, killed midway and resumed.
+
+The data is the fixture bench (tests/bench: the bundled story and the bench's three questions
+about it, tests/fixture_bench.py), so the kill-and-resume test runs in CI too; the extractive
+backend keeps it fast."""
 
 from __future__ import annotations
 
@@ -13,13 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BENCH, REPO
+from tests.conftest import FIXTURE_BENCH, REPO
 
 pytestmark = pytest.mark.integration
-
-needs_bench = pytest.mark.skipif(
-    not (BENCH / "comorag_cinderella").exists(), reason=f"no bench at {BENCH} (CI has none)"
-)
 
 # `python -c PAUSED eval ...` is `python -m mindscape eval ...` with one seam: an answer that
 # starts once results.jsonl holds a record stops the process (SIGSTOP). The test then kills it
@@ -44,7 +44,7 @@ runpy.run_module("mindscape", run_name="__main__")
 """
 
 
-def eval_cmd(out, stores, bench: Path = BENCH):
+def eval_cmd(out, stores, bench: Path = FIXTURE_BENCH):
     return [
         sys.executable,
         "-m",
@@ -62,6 +62,8 @@ def eval_cmd(out, stores, bench: Path = BENCH):
         str(out),
         "--stores",
         str(stores),
+        "--llm",
+        "extractive",
         "--quiet",
     ]
 
@@ -85,7 +87,6 @@ def stopped_or_exited(pid: int, timeout: float) -> int | None:
     return None
 
 
-@needs_bench
 def test_eval_killed_midway_resumes_to_the_same_report(tmp_path):
     stores = tmp_path / "stores"
     full = subprocess.run(

@@ -17,7 +17,7 @@ from mindscape.embeddings import encode, encode_query, load_embedder
 from mindscape.memory.build.indexer import Indexer
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS
-from tests.conftest import BENCH, REPO, STORY
+from tests.conftest import FIXTURE_BENCH, REPO, STORY
 
 pytestmark = pytest.mark.integration
 
@@ -121,30 +121,49 @@ def test_cli_decodes_latin1_with_a_warning(tmp_path):
     assert done.returncode == 0 and "cp1252" in done.stderr
 
 
-@pytest.mark.skipif(not (BENCH / "narrativeqa_lit").exists(), reason="bench data not present")
+# `python -c PAUSED index ...` is `python -m mindscape index ...` with one seam: once the cache
+# has committed its first embeddings, the process stops itself (SIGSTOP). The test then kills
+# it there, mid-index, however fast the rest would go.
+PAUSED = """
+import os, runpy, signal, sys
+from mindscape.memory.cache import IndexCache
+
+made = IndexCache.put_arrays
+
+def put_arrays(self, ns, items):
+    made(self, ns, items)
+    if ns == "emb" and items:
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+IndexCache.put_arrays = put_arrays
+sys.argv[0] = "mindscape"
+runpy.run_module("mindscape", run_name="__main__")
+"""
+
+
 def test_killed_index_resumes_without_losing_finished_work(tmp_path, embedder):
-    doc_id = _shortest_nqa_doc()
-    src = str(BENCH / "narrativeqa_lit" / "documents.jsonl")
+    """The fixture bench's story (tests/bench, there in CI too), killed after its first
+    committed embeddings, resumes to the same store as an index never killed."""
+    doc_id = "comorag-cinderella"
+    src = str(FIXTURE_BENCH / "comorag_cinderella" / "documents.jsonl")
     store = tmp_path / "killed"
-    args = [
-        sys.executable,
-        "-m",
-        "mindscape",
-        "index",
-        src,
-        "--doc-id",
-        doc_id,
-        "--store",
-        str(store),
-        "--quiet",
-    ]
+    args = ["index", src, "--doc-id", doc_id, "--store", str(store), "--quiet"]
     proc = subprocess.Popen(
-        args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        [sys.executable, "-c", PAUSED, *args],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
-    cached = _wait_for_cached_rows(store / "cache.sqlite3", proc)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert cached > 0, "the index finished before it could be killed"
+    try:
+        status = _stopped_or_exited(proc.pid, timeout=300)
+        assert status is not None and os.WIFSTOPPED(status), "the index did not stop mid-run"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL  # it died of the kill, not of its own accord
+    cached = _cached_rows(store / "cache.sqlite3")
+    assert cached > 0, "nothing was committed before the kill"
     resumed = cli("index", src, "--doc-id", doc_id, "--store", str(store), "--quiet", "--json")
     assert resumed.returncode == 0, resumed.stderr
     report = json.loads(resumed.stdout)["reports"][0]
@@ -158,27 +177,17 @@ def test_killed_index_resumes_without_losing_finished_work(tmp_path, embedder):
         }
 
 
-def _shortest_nqa_doc() -> str:
-    best = None
-    with open(BENCH / "narrativeqa_lit" / "documents.jsonl") as f:
-        for line in f:
-            row = json.loads(line)
-            if best is None or row["n_chars"] < best[0]:
-                best = (row["n_chars"], row["doc_id"])
-    return best[1]
+def _stopped_or_exited(pid: int, timeout: float) -> int | None:
+    """Wait for child `pid` to stop (SIGSTOP) or end; its wait status (None on time-out)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WUNTRACED | os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.05)
+    return None
 
 
-def _wait_for_cached_rows(db, proc, timeout: float = 240.0) -> int:
-    """Poll the cache until the first embedding batch is committed; return its row count."""
-    deadline = time.time() + timeout
-    while time.time() < deadline and proc.poll() is None:
-        if db.exists():
-            try:
-                with sqlite3.connect(db) as con:
-                    n = con.execute("SELECT COUNT(*) FROM kv WHERE ns='emb'").fetchone()[0]
-            except sqlite3.OperationalError:
-                n = 0
-            if n:
-                return n
-        time.sleep(0.02)
-    return 0
+def _cached_rows(db) -> int:
+    with sqlite3.connect(db) as con:
+        return int(con.execute("SELECT COUNT(*) FROM kv WHERE ns='emb'").fetchone()[0])

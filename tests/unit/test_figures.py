@@ -5,9 +5,13 @@ outside code spans, fenced blocks and HTML comments; a threshold after ≥ or �
 a version after the word "version" (``Ray version 2.60``). It is accounted for by the mark
 that covers it (benchmarks/committed_figures.py):
 
-* ``<!-- from: PATHS -->``: it is one of the figures the per-question results committed at
-  PATHS give (a mean, a CI bound, a paired difference, a cost, per book or in all). This checks
-  that the figure is one the files give, not that it is the one the sentence means;
+* ``<!-- from: PATHS; KEY KEY ... -->``: the mark names, in page order, the one value of the
+  per-question results committed at PATHS (or of a model's manifest.json) that each figure of
+  its block shows (a mean, a CI bound, a paired difference, a cost, per book or in all): the
+  figure must be that value at its decimals, and a signed figure (``+1.2``, ``−0.4``) a
+  difference with that sign. Whole numbers in the block's tables (token counts, better/worse
+  counts) are figures too. ``python benchmarks/committed_figures.py PATHS`` lists the keys;
+  ``benchmarks/figure_keys.py`` proposes them;
 * ``<!-- generated: NAME -->``: the block is what `make_results.py --figures` writes now;
 * ``<!-- recorded: DATE; COMMAND; WHY -->``: a recorded measurement, with the three parts;
 * ``<!-- settings: WHAT -->``: the numbers are a method's parameters (a temperature, a weight),
@@ -30,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import committed_figures as cf  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
+MODEL_CARDS = sorted((REPO / "src" / "mindscape" / "data").glob("*/README.md"))
 PAGES = [
     REPO / "README.md",
     *(
@@ -47,11 +52,12 @@ PAGES = [
             "agent",
         )
     ),
+    *MODEL_CARDS,
 ]
 """README.md and docs/results.md first: the two pages with generated blocks."""
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_figure_has_a_source(page: Path) -> None:
     problems = cf.problems(page)
     assert not problems, "\n".join(problems)
@@ -98,21 +104,86 @@ def test_a_recorded_mark_needs_its_date_command_and_reason(tmp_path: Path) -> No
     assert cf.problems(page(tmp_path, good)) == []
     bad = "# T\n\n<!-- recorded: make demo -->\n29.5 s\n"
     assert "needs 'DATE; COMMAND; WHY'" in cf.problems(page(tmp_path, bad))[0]
+    terse = "# T\n\n<!-- recorded: 2026-12-04; make demo; n/a -->\n29.5 s\n"
+    assert "says in words why" in cf.problems(page(tmp_path, terse))[0]
 
 
-def test_a_from_mark_checks_each_figure_against_the_files(tmp_path: Path) -> None:
+def test_no_recorded_block_is_given_whole_by_the_committed_rows_it_names() -> None:
+    """What the committed rows can recompute is a from mark: a recorded block all of whose
+    figures are values of the docs/results files it names (in its text or command) fails."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import figure_keys
+
+    for path in PAGES:
+        _, counts, _ = figure_keys.rewrite(path)
+        assert counts["converted"] == 0, f"{path.name}: run benchmarks/figure_keys.py on it"
+
+
+def test_figure_keys_turns_a_recomputable_recorded_block_into_a_keyed_from(tmp_path: Path) -> None:
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import figure_keys
+
     src = "docs/results/novels/test"
-    ok = f"# T\n\n<!-- from: {src} -->\nnaive 0.232, mindscape 0.207, −2.5 [−12.8, +7.7].\n"
+    mark = f"<!-- recorded: 2026-12-05; mindscape eval --out {src}; said to be not kept -->"
+    text, counts, _ = figure_keys.rewrite(page(tmp_path, f"# T\n\n{mark}\nnaive 0.232.\n"))
+    assert counts["converted"] == 1 and f"<!-- from: {src}; " in text
+    assert cf.problems(page(tmp_path, text)) == []
+
+
+def test_a_from_mark_holds_each_figure_to_the_one_value_its_key_names(tmp_path: Path) -> None:
+    src = "docs/results/novels/test"
+    pair = "test:mindscape~test:naive"
+    keys = f"test:naive.f1 test:mindscape.f1 {pair}.points {pair}.points.lo {pair}.points.hi"
+    ok = f"# T\n\n<!-- from: {src}; {keys} -->\nnaive 0.232, mindscape 0.207, −2.5 [−12.8, +7.7].\n"
     assert cf.problems(page(tmp_path, ok)) == []
-    wrong = f"# T\n\n<!-- from: {src} -->\nnaive 0.233, mindscape 0.207, +42.0.\n"
-    found = [p.split(": ", 1)[1] for p in cf.problems(page(tmp_path, wrong))]
-    assert found == [f"0.233 is not a figure of {src}", f"+42.0 is not a figure of {src}"]
+    # mindscape's 0.207 under naive's key: a value of the files, but not the one named
+    swapped = ok.replace("naive 0.232, mindscape 0.207", "naive 0.207, mindscape 0.232")
+    found = [p.split(": ", 1)[1] for p in cf.problems(page(tmp_path, swapped))]
+    assert len(found) == 2 and found[0].startswith("0.207 is not test:naive.f1")
+    # a sign is part of the figure: +2.5 is not the −2.5 its key names
+    flipped = ok.replace("−2.5 [", "+2.5 [")
+    found = [p.split(": ", 1)[1] for p in cf.problems(page(tmp_path, flipped))]
+    assert len(found) == 1 and found[0].startswith(f"+2.5 is not {pair}.points")
+    # a signed figure shows a difference, never a plain value
+    signed = ok.replace("mindscape 0.207", "mindscape +0.207")
+    found = [p.split(": ", 1)[1] for p in cf.problems(page(tmp_path, signed))]
+    assert found == ["+0.207 is signed, test:mindscape.f1 is not a difference"]
+    # one key a figure: a mark without keys, or with too few, fails
+    bare = f"# T\n\n<!-- from: {src} -->\nnaive 0.232.\n"
+    assert "names 0 keys for 1 figures" in cf.problems(page(tmp_path, bare))[0]
+    # a negated difference: "2.5 points lower"
+    lower = f"# T\n\n<!-- from: {src}; -{pair}.points -->\nmindscape is 2.5 points lower.\n"
+    assert cf.problems(page(tmp_path, lower)) == []
+
+
+def test_whole_numbers_in_a_from_block_s_tables_are_checked(tmp_path: Path) -> None:
+    """Token counts and better/worse counts in a table are figures: a stale one fails."""
+    src = "docs/results/novels/test"
+    pair = "test:mindscape~test:naive"
+    table = "| run | F1 | better / worse |\n|---|---|---|\n| 2 runs | {f1} | {better} / {worse} |\n"
+    keys = f"test:mindscape.f1 {pair}.better {pair}.worse"
+    values = cf.figures([src])
+    good = table.format(
+        f1="0.207", better=int(values[f"{pair}.better"]), worse=int(values[f"{pair}.worse"])
+    )
+    assert cf.problems(page(tmp_path, f"# T\n\n<!-- from: {src}; {keys} -->\n{good}")) == []
+    stale = good.replace(f"| {int(values[f'{pair}.better'])} /", "| 99 /")
+    found = cf.problems(page(tmp_path, f"# T\n\n<!-- from: {src}; {keys} -->\n{stale}"))
+    assert len(found) == 1 and "99 is not" in found[0]
+    assert cf.page_figures("| label 12 | 1,004 / 990 | 2026-12-05 | R@10 |", table=True) == [
+        "1,004",
+        "990",
+    ]
+
+
+def test_the_model_cards_are_checked_pages() -> None:
+    assert MODEL_CARDS and all(card in PAGES for card in MODEL_CARDS)
 
 
 def test_a_mark_under_a_heading_covers_its_subsections_and_one_elsewhere_its_paragraphs(
     tmp_path: Path,
 ) -> None:
-    mark = "<!-- recorded: 2026-12-04; cmd; why -->"
+    mark = "<!-- recorded: 2026-12-04; cmd; no rows were kept -->"
     under = f"## A\n\n{mark}\n\n0.5\n\n### B\n\n0.6\n\n## C\n\n0.7\n"
     assert [p.split(": ")[1][:3] for p in cf.problems(page(tmp_path, under))] == ["0.7"]
     inside = f"## A\n\nText.\n\n{mark}\n0.5\n\n### B\n\n0.6\n"
@@ -124,9 +195,13 @@ def test_answer_confidence_and_reading_rows_give_what_their_scripts_report() -> 
     when unsure, paired); reading_windows.py's readings give each reading's score where it
     holds an answer and where it does not."""
     confidence = cf.figures(["docs/results/local/answer-confidence-fairytaleqa-dev60"])
-    assert {"0.794", "0.195", "0.461", "0.382", "0.550", "+0.016", "-0.001", "+0.050"} <= confidence
+    shown = {
+        f for f in ("0.794", "0.195", "0.461", "0.382", "0.550") if cf.candidates(f, confidence)
+    }
+    signed = {f for f in ("+0.016", "-0.001", "+0.050") if cf.candidates(f, confidence)}
+    assert len(shown) == 5 and len(signed) == 3
     readings = cf.figures(["docs/results/local/reading-windows-fairytaleqa-dev60"])
-    assert {"0.519", "0.141", "0.532", "0.151"} <= readings
+    assert all(cf.candidates(f, readings) for f in ("0.519", "0.141", "0.532", "0.151"))
 
 
 def copy_results(tmp_path: Path, *parts: str) -> Path:
@@ -177,3 +252,28 @@ def test_the_headline_says_which_rows_ran_with_today_s_default(
     status = " ".join(cf.status_lines(stale).split())
     assert "Novels (NarrativeQA test, 60 questions of 5 books), measured before a change" in status
     assert "FairytaleQA test (60 random questions), today's default" in status
+
+
+def test_the_headline_says_which_look_at_its_test_questions_each_run_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each headline row says how many runs had scored its test questions (its look), counted
+    from the test-run log and the committed rows, not typed in: the same files with a log that
+    lacks the earlier runs give an earlier look."""
+    parts = ("docs/results/novels/test", "docs/results/novels/test-dense-tie")
+    copy_results(tmp_path, *parts, "docs/results/test-runs.jsonl", cf.FTQA_V2, cf.FTQA_120)
+    copy_results(tmp_path, cf.QUALITY_V2)
+    monkeypatch.setattr(cf, "REPO", tmp_path)
+    figs = cf.headline()
+    assert figs[0].looks[1] == "at least the 10th look"  # FairytaleQA's 60: nine runs before
+    assert "at least the 10th look" in cf.headline_table(figs)
+    assert "at least the 10th look" in cf.status_lines(figs)
+
+    log = tmp_path / "docs" / "results" / "test-runs.jsonl"
+    kept = [x for x in log.read_text().splitlines() if '"dataset": "fairytaleqa"' in x]
+    kept = [x for x in kept if "sample60-v2" in x or "sample120" in x]
+    log.write_text("\n".join(kept) + "\n")
+    figs = cf.headline()
+    assert figs[0].looks[1] == "1st look" and figs[0].looks[2] == "2nd look"  # then the ceiling
+    assert figs[1].looks[1] == "3rd look"  # the 120 share 57 questions with both
+    assert figs[2].looks[1] == "not logged"  # no line for the novels' run in this log

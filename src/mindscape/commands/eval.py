@@ -79,6 +79,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--pooled", action="store_true", help="one store for all documents of the split (series)"
     )
     p.add_argument("--index-only", action="store_true", help="build the stores, answer nothing")
+    p.add_argument(
+        "--allow-dirty",
+        action="store_true",
+        help="run a test split from a tree with uncommitted changes under src/ or benchmarks/ "
+        "(refused otherwise; the test-run log records it)",
+    )
     add_context_option(p, "evidence_ranker")
     add_context_option(p, "read_summaries")
     add_context_option(p, "reader")
@@ -199,6 +205,7 @@ def _eval_settings(
         progress=not args.quiet,
         llm=llm,
         context=context_values(args),
+        allow_dirty=args.allow_dirty,
         extra={
             "command": " ".join(["mindscape", *sys.argv[1:]]),
             "code_version": code_version(),

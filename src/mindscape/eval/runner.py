@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,6 +34,7 @@ from mindscape.eval.bench import (
 from mindscape.state import answer_step
 
 if TYPE_CHECKING:
+    from mindscape.eval.testlog import TestRun
     from mindscape.llm import LLMSettings
 
 RECALL_KS = (5, 10, 20)
@@ -66,6 +67,8 @@ class EvalSettings:
     context: dict[str, Any] = field(default_factory=dict)
     """Context fields every answer runs with, over the preset's (``--evidence-ranker``)."""
     extra: dict[str, Any] = field(default_factory=dict)
+    allow_dirty: bool = False
+    """``--allow-dirty``: a test run from a tree with uncommitted code changes (logged so)."""
     pool_key: str = ""
     """``--pooled``: the hash of the pooled documents (:func:`pooled`), part of the store's
     name so that other stories under the same dataset name never share it."""
@@ -187,9 +190,13 @@ def _prepared(
 def run_eval(
     settings: EvalSettings, answer: AnswerFn | None = None, embedder: Any = None
 ) -> dict[str, Any]:
-    """Evaluate; returns the report dict (also written under `settings.out`)."""
+    """Evaluate; returns the report dict (also written under `settings.out`). A test split's
+    run is started in the test-run log before its rows are read (and refused from a tree with
+    uncommitted code changes, unless `settings.allow_dirty`)."""
     from mindscape.eval.report import Provenance, write_report
+    from mindscape.eval.testlog import start_test_run
 
+    started = start_test_run(allow_dirty=settings.allow_dirty) if settings.split == "test" else None
     settings, questions, doc_ids = _prepared(settings, embedder)
     spans = _chunk_spans(settings, doc_ids)
     settings.out.mkdir(parents=True, exist_ok=True)
@@ -219,14 +226,19 @@ def run_eval(
         settings=_settings_dict(settings),
     )
     report = write_report(records, settings.out, provenance)["report"]
-    if settings.split == "test" and records:
-        log_test_run(settings, report)
+    if started is not None and records:
+        log_test_run(settings, report, started, qids=[q.qid for q in questions])
     return report
 
 
-def log_test_run(settings: EvalSettings, report: dict[str, Any]) -> Path | None:
-    """Append the run to the test-run log (:mod:`mindscape.eval.testlog`): its questions,
-    presets, backend and each preset's headline figure with its n."""
+def log_test_run(
+    settings: EvalSettings,
+    report: dict[str, Any],
+    started: TestRun,
+    qids: Sequence[str] | None = None,
+) -> Path | None:
+    """Append the run to the test-run log (:mod:`mindscape.eval.testlog`) as it `started`:
+    its questions, presets, backend and each preset's headline figure with its n."""
     from mindscape.eval.report import primary_metric
     from mindscape.eval.testlog import append_test_run, figure, log_line
 
@@ -255,8 +267,10 @@ def log_test_run(settings: EvalSettings, report: dict[str, Any]) -> Path | None:
         llm=llm,
         figures=figures,
         out=settings.out,
+        run=started,
         command=settings.extra.get("command") or None,
         settings=settings.context,
+        qids=qids,
     )
     return append_test_run(line)
 
