@@ -419,6 +419,8 @@ def convert_to_gguf(
     base = peft_model.get_base_model()
     config = copy.deepcopy(base.config)
     config.architectures = [type(base).__name__]
+    if hasattr(config, "quantization_config"):  # read from a GGUF: the adapter is float
+        del config.quantization_config
     with tempfile.TemporaryDirectory() as tmp:
         adapter_dir, base_dir = Path(tmp) / "adapter", Path(tmp) / "base"
         peft_model.save_pretrained(adapter_dir)
