@@ -7,6 +7,7 @@ import os
 import shutil
 import socket
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -109,3 +110,14 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
     yield
+
+
+def stopped_or_exited(pid: int, timeout: float) -> int | None:
+    """Wait for child `pid` to stop (SIGSTOP) or end; its wait status (None on time-out)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WUNTRACED | os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.05)
+    return None

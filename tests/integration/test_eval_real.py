@@ -12,12 +12,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURE_BENCH, REPO
+from tests.conftest import FIXTURE_BENCH, REPO, stopped_or_exited
 
 pytestmark = pytest.mark.integration
 
@@ -74,17 +73,6 @@ def metrics_of(out):
         (g["preset"], g["dataset"]): {k: v["mean"] for k, v in g["metrics"].items()}
         for g in report["groups"]
     }
-
-
-def stopped_or_exited(pid: int, timeout: float) -> int | None:
-    """Wait for child `pid` to stop (SIGSTOP) or end; its wait status (None on time-out)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WUNTRACED | os.WNOHANG)
-        if done:
-            return status
-        time.sleep(0.05)
-    return None
 
 
 def test_eval_killed_midway_resumes_to_the_same_report(tmp_path):

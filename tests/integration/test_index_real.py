@@ -8,7 +8,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -17,7 +16,7 @@ from mindscape.embeddings import encode, encode_query, load_embedder
 from mindscape.memory.build.indexer import Indexer
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS
-from tests.conftest import FIXTURE_BENCH, REPO, STORY
+from tests.conftest import FIXTURE_BENCH, REPO, STORY, stopped_or_exited
 
 pytestmark = pytest.mark.integration
 
@@ -156,7 +155,7 @@ def test_killed_index_resumes_without_losing_finished_work(tmp_path, embedder):
         start_new_session=True,
     )
     try:
-        status = _stopped_or_exited(proc.pid, timeout=300)
+        status = stopped_or_exited(proc.pid, timeout=300)
         assert status is not None and os.WIFSTOPPED(status), "the index did not stop mid-run"
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -175,17 +174,6 @@ def test_killed_index_resumes_without_losing_finished_work(tmp_path, embedder):
         assert {u.id: u.text for u in a.view(layer).units} == {
             u.id: u.text for u in b.view(layer).units
         }
-
-
-def _stopped_or_exited(pid: int, timeout: float) -> int | None:
-    """Wait for child `pid` to stop (SIGSTOP) or end; its wait status (None on time-out)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WUNTRACED | os.WNOHANG)
-        if done:
-            return status
-        time.sleep(0.05)
-    return None
 
 
 def _cached_rows(db) -> int:
