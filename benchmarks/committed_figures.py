@@ -687,7 +687,8 @@ def problems(page: Path) -> list[str]:
     lines = page.read_text(encoding="utf-8").splitlines()
     name = page.relative_to(REPO) if page.is_relative_to(REPO) else page
     out = []
-    for block in blocks(lines):
+    cut = blocks(lines)
+    for n, block in enumerate(cut):
         where = f"{name}:{block.line}"
         if block.kind == "recorded":
             parts = recorded_parts(block.value)
@@ -705,6 +706,8 @@ def problems(page: Path) -> list[str]:
             except FileNotFoundError as exc:
                 out.append(f"{where}: {exc}")
                 continue
+            end = cut[n + 1].line if n + 1 < len(cut) else len(lines) + 1
+            out += unsaid_looks(where, paths.split(","), lines[block.line : end - 1])
             named = keys.split()
             if len(named) != len(block.figures):
                 out.append(
@@ -725,6 +728,50 @@ def problems(page: Path) -> list[str]:
                 f"{name}:{i}: {f} has no source (from, recorded or generated)"
                 for i, f in block.figures
             ]
+    return out
+
+
+TEST_PATH = re.compile(r"(?:^|[/_-])test(?:[/_-]|\d|$)")
+"""A results path of a test split (``novels/test``, ``fairytaleqa-test-sample60``)."""
+
+
+def test_looks(path: str) -> str | None:
+    """What a page must say beside the figures of a ``from`` source that is a test split's
+    results: the look its runs were at these test questions ("at least the 10th look"; "the
+    2nd to 5th look" for a folder several logged runs wrote), counted from the test-run log
+    (:func:`mindscape.eval.testlog.looks`), or "before the test-run log" for one that no
+    logged run wrote. None for a source that is not a test split's."""
+    from mindscape.eval.testlog import Looks, looks
+
+    path = path.strip()
+    lines = log_lines()
+    found = [
+        looks(i, lines, REPO)
+        for i, line in enumerate(lines)
+        if line.get("split") == "test" and line.get("figures") and same_path(line.get("out"), path)
+    ]
+    if not found:
+        return "before the test-run log" if TEST_PATH.search(path) else None
+    unknown = max(x.unknown for x in found)
+    first, last = min(x.nth for x in found), max(x.nth for x in found)
+    if first == last:
+        return str(Looks(last, unknown))
+    lead = "at least the " if unknown else "the "
+    return lead + f"{str(Looks(first)).removesuffix(' look')} to {Looks(last)}"
+
+
+def unsaid_looks(where: str, paths: Sequence[str], text: Sequence[str]) -> list[str]:
+    """A problem for each test source of a ``from`` mark whose look (:func:`test_looks`) the
+    text the mark covers does not say."""
+    said = " ".join(" ".join(text).split())
+    out = []
+    for path in paths:
+        look = test_looks(path)
+        if look is not None and look not in said:
+            out.append(
+                f"{where}: {path.strip()} holds test-split runs: say beside their figures how "
+                f"many runs had scored these test questions: '{look}'"
+            )
     return out
 
 

@@ -218,7 +218,9 @@ def test_llm_answer_falls_back_to_offline_when_unusable() -> None:
 
 
 def test_llm_structured_output_path() -> None:
-    r, chat = llm(AnswerOut(answer="B", sufficient=True, confidence=0.7), structured="auto")
+    r, chat = llm(
+        AnswerOut(answer="B", sufficient=True, confidence=0.7), "B", structured="auto"
+    )  # the second reply: the plain reading's first token (no log-probabilities here)
     a = r.answer(AnswerRequest("Which?", "multiple-choice", ["x", "y"], items()), usage=Usage())
     assert a["answer"] == "B" and a["choice"] == 1
     assert chat.structured_calls == [("AnswerOut", None)]
@@ -228,7 +230,9 @@ def test_llm_insufficient_and_formats() -> None:
     r, _ = llm(
         '{"answer": "", "sufficient": false, "confidence": 0.9}',
         '{"answer": "Option C", "sufficient": true, "confidence": 0.9}',
+        "C",  # a closed answer's margin call (its endpoint returns no log-probabilities)
         '{"answer": "true", "sufficient": true, "confidence": 0.6}',
+        "TRUE",
     )
     a = r.answer(AnswerRequest("Where?", "open", passages=items()), usage=Usage())
     assert not a["sufficient"] and a["confidence"] <= 0.5

@@ -125,7 +125,8 @@ def test_figure_keys_turns_a_recomputable_recorded_block_into_a_keyed_from(tmp_p
 
     src = "docs/results/novels/test"
     mark = f"<!-- recorded: 2026-12-05; mindscape eval --out {src}; said to be not kept -->"
-    text, counts, _ = figure_keys.rewrite(page(tmp_path, f"# T\n\n{mark}\nnaive 0.232.\n"))
+    look = cf.test_looks(src)
+    text, counts, _ = figure_keys.rewrite(page(tmp_path, f"# T\n\n{mark}\nnaive 0.232 ({look}).\n"))
     assert counts["converted"] == 1 and f"<!-- from: {src}; " in text
     assert cf.problems(page(tmp_path, text)) == []
 
@@ -134,7 +135,8 @@ def test_a_from_mark_holds_each_figure_to_the_one_value_its_key_names(tmp_path: 
     src = "docs/results/novels/test"
     pair = "test:mindscape~test:naive"
     keys = f"test:naive.f1 test:mindscape.f1 {pair}.points {pair}.points.lo {pair}.points.hi"
-    ok = f"# T\n\n<!-- from: {src}; {keys} -->\nnaive 0.232, mindscape 0.207, −2.5 [−12.8, +7.7].\n"
+    look = cf.test_looks(src)
+    ok = f"# T\n\n<!-- from: {src}; {keys} -->\nnaive 0.232, mindscape 0.207, −2.5 [−12.8, +7.7]; {look}.\n"
     assert cf.problems(page(tmp_path, ok)) == []
     # mindscape's 0.207 under naive's key: a value of the files, but not the one named
     swapped = ok.replace("naive 0.232, mindscape 0.207", "naive 0.207, mindscape 0.232")
@@ -149,10 +151,10 @@ def test_a_from_mark_holds_each_figure_to_the_one_value_its_key_names(tmp_path: 
     found = [p.split(": ", 1)[1] for p in cf.problems(page(tmp_path, signed))]
     assert found == ["+0.207 is signed, test:mindscape.f1 is not a difference"]
     # one key a figure: a mark without keys, or with too few, fails
-    bare = f"# T\n\n<!-- from: {src} -->\nnaive 0.232.\n"
+    bare = f"# T\n\n<!-- from: {src} -->\nnaive 0.232; {look}.\n"
     assert "names 0 keys for 1 figures" in cf.problems(page(tmp_path, bare))[0]
     # a negated difference: "2.5 points lower"
-    lower = f"# T\n\n<!-- from: {src}; -{pair}.points -->\nmindscape is 2.5 points lower.\n"
+    lower = f"# T\n\n<!-- from: {src}; -{pair}.points -->\nmindscape is 2.5 points lower; {look}.\n"
     assert cf.problems(page(tmp_path, lower)) == []
 
 
@@ -161,6 +163,7 @@ def test_whole_numbers_in_a_from_block_s_tables_are_checked(tmp_path: Path) -> N
     src = "docs/results/novels/test"
     pair = "test:mindscape~test:naive"
     table = "| run | F1 | better / worse |\n|---|---|---|\n| 2 runs | {f1} | {better} / {worse} |\n"
+    table += f"\nThe {cf.test_looks(src)} at these test questions.\n"
     keys = f"test:mindscape.f1 {pair}.better {pair}.worse"
     values = cf.figures([src])
     good = table.format(
@@ -277,3 +280,31 @@ def test_the_headline_says_which_look_at_its_test_questions_each_run_was(
     assert figs[0].looks[1] == "1st look" and figs[0].looks[2] == "2nd look"  # then the ceiling
     assert figs[1].looks[1] == "3rd look"  # the 120 share 57 questions with both
     assert figs[2].looks[1] == "not logged"  # no line for the novels' run in this log
+
+
+def test_a_test_split_s_figures_say_which_look_at_its_questions_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beside every figure from a test split's results the page says how many runs had scored
+    those questions, as the test-run log counts them: left out, the check fails; the count is
+    the log's, so a log without the earlier runs asks for an earlier look; a dev source asks
+    for none, and a test folder no logged run wrote says it came before the log."""
+    src = "docs/results/novels/test"
+    keys = "test:naive.f1"
+    look = cf.test_looks(src)
+    assert look == "at least the 2nd look"
+    said = f"# T\n\n<!-- from: {src}; {keys} -->\nnaive 0.232 ({look} at these questions).\n"
+    assert cf.problems(page(tmp_path, said)) == []
+    unsaid = said.replace(f" ({look} at these questions)", "")
+    found = cf.problems(page(tmp_path, unsaid))
+    assert len(found) == 1 and "'at least the 2nd look'" in found[0]
+    assert cf.test_looks("docs/results/novels/dev") is None
+    assert cf.test_looks("docs/results/ranker/local/quality_leval-test99.jsonl") == (
+        "before the test-run log"
+    )
+    copy_results(tmp_path, "docs/results/test-runs.jsonl")
+    log = tmp_path / "docs" / "results" / "test-runs.jsonl"
+    mine = [x for x in log.read_text().splitlines() if f'"out": "{src}"' in x]
+    log.write_text("\n".join(mine) + "\n")
+    monkeypatch.setattr(cf, "REPO", tmp_path)
+    assert cf.test_looks(src) == "1st look"

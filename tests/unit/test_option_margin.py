@@ -102,3 +102,49 @@ def test_the_margin_is_the_chosen_share_minus_the_best_other() -> None:
     assert f == pytest.approx(math.exp(-1.2) + math.exp(-3.0))
     lp_margin = math.log(t) - math.log(f)
     assert option_margin([t, f], 0) == pytest.approx(2 / (1 + math.exp(-lp_margin)) - 1)
+
+
+# ------------------------------------------------- the JSON prompt (OpenAI-compatible models)
+
+
+def json_reasoner(*responses: object) -> tuple[LLMReasoner, ScriptedChatModel]:
+    chat = ScriptedChatModel(responses=list(responses))
+    settings = LLMSettings(backend="openai", structured="off", retry_base_delay_s=0.0)
+    fallback = offline_reasoner(SentenceVectors(HashingEmbedder(256)))
+    return LLMReasoner(chat, fallback, settings=settings, passage_tokens=1000), chat  # type: ignore[arg-type]
+
+
+ANSWER_A = (
+    '{"quote": "The step-mother laughed at Cinderella.", "answer": "A", '
+    '"sufficient": true, "confidence": 0.95}'
+)
+"""The JSON reader picks A and quotes a real passage sentence that names the step-mother:
+the grounding checks pass it (closed answers skip the answer-word checks)."""
+
+
+def json_choose(*responses: object) -> tuple[dict, ScriptedChatModel]:
+    r, chat = json_reasoner(*responses)
+    req = AnswerRequest(QUESTION, "multiple-choice", options=OPTIONS, passages=shown())
+    return dict(r.answer(req, usage=Usage())), chat
+
+
+def test_a_json_closed_answer_gets_the_plain_readings_margin() -> None:
+    """An option sharing a word with the passages, unsupported: with the JSON prompt it was
+    grounded (0.9); one more one-token call over the plain prompt reads the options' margin,
+    which is even here, so its confidence is low and labelled margin."""
+    a, chat = json_choose(ANSWER_A, reply("A", {"A": -0.75, "B": -0.85, "C": -3.0}))
+    assert a["answer"] == "A" and a["sufficient"] and "step-mother" in a["quote"]
+    assert a["grounding"] == "margin" and a["confidence"] < 0.1
+    assert len(chat.prompts) == 2 and "<passages>" in chat.prompts[1]  # the plain prompt
+
+
+def test_a_json_choice_the_plain_reading_does_not_favour_scores_nothing() -> None:
+    a, _ = json_choose(ANSWER_A, reply("B", {"B": -0.05, "A": -4.0, "C": -5.0}))
+    assert a["answer"] == "A" and a["grounding"] == "margin" and a["confidence"] == 0.0
+
+
+def test_without_log_probabilities_a_json_closed_answer_keeps_the_checks() -> None:
+    """An endpoint that returns none: no margin can be read, and the attempt says so by
+    keeping the grounding checks' label."""
+    a, _ = json_choose(ANSWER_A, AIMessage(content="A"))
+    assert a["answer"] == "A" and a.get("grounding") != "margin" and a["confidence"] == 0.9

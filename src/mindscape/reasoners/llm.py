@@ -54,6 +54,7 @@ from mindscape.reasoners.rankers import FusedRanker, Ranker
 from mindscape.reasoners.replies import (
     block_cues,
     grounded_attempt,
+    is_closed,
     letter_choice,
     letter_masses,
     option_margin,
@@ -254,7 +255,26 @@ class LLMReasoner:
         if focused:
             attempt["passages"] = [p["text"] for p in focused]
             attempt["ranker"] = self.ranker_for(req).name
+        if attempt["sufficient"] and is_closed(req):
+            self._json_margin(attempt, req, shown, usage)
         return attempt
+
+    def _json_margin(
+        self, attempt: Attempt, req: AnswerRequest, shown: list[EvidenceItem], usage: Usage
+    ) -> None:
+        """A closed answer read with the JSON prompt: its quote is the model's own, but the
+        grounding checks skip the answer's words for closed tasks, so an option that any
+        quoted sentence mentions would pass as grounded. One more call of one output token
+        over the plain prompt (same passages) reads the reader's margin between the options
+        (:meth:`_margin`): the JSON answer's option gets its share, so a choice the plain
+        reading does not favour scores low. An endpoint that returns no log-probabilities
+        cannot score it: the attempt then keeps the checks' confidence and says so in its
+        grounding (unchanged, not ``margin``)."""
+        top = self._llm(usage).first_token_logprobs(
+            render_plain(req, shown), system=self.plain_system, role="answer"
+        )
+        if top:
+            self._margin(attempt, req, top)
 
     def _focus(self, req: AnswerRequest) -> list[EvidenceItem]:
         """The focused passage set for this attempt (see :mod:`mindscape.reasoners.focus`)."""
@@ -285,8 +305,8 @@ class LLMReasoner:
         llm = self._llm(usage)
         scored = None
         certainty: float | None
-        choice = req.task == "multiple-choice" and bool(req.options)
-        closed = choice or req.task == "claim"
+        closed = is_closed(req)
+        choice = closed and req.task == "multiple-choice"
         top: dict[str, float] = {}
         if self.option_scoring and choice:
             top = llm.first_token_logprobs(prompt, system=self.plain_system, role="answer")

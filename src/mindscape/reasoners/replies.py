@@ -134,6 +134,12 @@ def _support(shown: list[EvidenceItem], out: AnswerOut) -> list[str]:
     return list(dict.fromkeys([*quoted, *cited])) or [p["unit_id"] for p in shown[:3]]
 
 
+def is_closed(req: AnswerRequest) -> bool:
+    """Whether the answer is an option letter (multiple choice with options) or a claim's
+    TRUE or FALSE: a closed answer, whose confidence is the reader's option margin."""
+    return (req.task == "multiple-choice" and bool(req.options)) or req.task == "claim"
+
+
 def grounded_attempt(
     req: AnswerRequest, shown: list[EvidenceItem], out: AnswerOut, *, reasoner: str
 ) -> Attempt:
