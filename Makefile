@@ -58,16 +58,16 @@ lock: $(STAMP)
 
 # The learned evidence ranker ships in src/mindscape/data/ranker (model card there). This
 # retrains it from the FairytaleQA train stories with a fixed seed and prints its figures on
-# FairytaleQA dev (benchmarks/evidence_ranking.py); about an hour on 2 cores.
+# FairytaleQA dev (benchmarks/ranker/evidence_ranking.py); about an hour on 2 cores.
 TRAIN ?= ../shared/train
 BENCH ?= ../shared/bench
 ranker: $(STAMP)
-	$(PY) benchmarks/train_ranker.py --train $(TRAIN) --bench $(BENCH) --out src/mindscape/data/ranker
+	$(PY) benchmarks/ranker/train.py --train $(TRAIN) --bench $(BENCH) --out src/mindscape/data/ranker
 
 # The layer router (off by default, Context.read_summaries) ships in src/mindscape/data/router
 # (model card there); this retrains it from the FairytaleQA train questions in seconds.
 router: $(STAMP)
-	$(PY) benchmarks/train_layer_router.py --train $(TRAIN) --bench $(BENCH) --out src/mindscape/data/router
+	$(PY) benchmarks/ranker/train_router.py --train $(TRAIN) --bench $(BENCH) --out src/mindscape/data/router
 
 # The answer verifier: this has the local model answer FairytaleQA train questions, reading a
 # gold section or another section of the same story with the shipped reader and its samples,
@@ -77,10 +77,10 @@ router: $(STAMP)
 # prints its AUROC on the dev readings.
 VERIFIER_QUESTIONS ?= 400
 verifier: model
-	$(PY) benchmarks/reader_bench.py --bench $(TRAIN) --train $(TRAIN) --dataset fairytaleqa \
+	$(PY) benchmarks/reader/bench.py --bench $(TRAIN) --train $(TRAIN) --dataset fairytaleqa \
 		--split train --sample $(VERIFIER_QUESTIONS) --seed 1 --shuffle --variants plain \
 		--evidence gold,other --samples 3 --out docs/results/reader/verifier-train
-	$(PY) benchmarks/train_verifier.py --readings docs/results/reader/verifier-train/readings.jsonl \
+	$(PY) benchmarks/reader/train_verifier.py --readings docs/results/reader/verifier-train/readings.jsonl \
 		--dev docs/results/reader/fairytaleqa-dev60/readings.jsonl --out src/mindscape/data/verifier
 
 # The local reader's LoRA adapter (off by default, --reader-adapter shipped; model card in
@@ -91,8 +91,8 @@ verifier: model
 ADAPTER_EXAMPLES ?= 152
 reader-adapter: model
 	$(PY) -m pip install -q -c constraints.txt -e '.[train]'
-	$(PY) benchmarks/reader_adapter.py train --train $(TRAIN) --max-examples $(ADAPTER_EXAMPLES)
-	$(PY) benchmarks/reader_adapter.py export --train $(TRAIN) --out src/mindscape/data/reader_adapter
+	$(PY) benchmarks/reader/adapter.py train --train $(TRAIN) --max-examples $(ADAPTER_EXAMPLES)
+	$(PY) benchmarks/reader/adapter.py export --train $(TRAIN) --out src/mindscape/data/reader_adapter
 
 demo: model
 	$(VENV)/bin/mindscape demo

@@ -418,6 +418,16 @@ def begin_test_run(args: argparse.Namespace) -> None:
         raise SystemExit(f"{Path(sys.argv[0]).name}: error: {exc}") from None
 
 
+def script_path(argv0: str) -> str:
+    """A script's path from the repository root (``benchmarks/reader/ceiling.py``), however it
+    was started (``python benchmarks/...``, an absolute path, ``python -m``)."""
+    parts = Path(argv0).parts
+    if "benchmarks" not in parts:
+        return f"benchmarks/{Path(argv0).name}"
+    start = len(parts) - 1 - parts[::-1].index("benchmarks")
+    return "/".join(parts[start:])
+
+
 def log_test_run(
     args: argparse.Namespace,
     figures: Mapping[str, tuple[str | None, float | None, int]] | None,
@@ -444,7 +454,7 @@ def log_test_run(
     if args.split != "test":
         filters["splits"] = args.split
     line = log_line(
-        source=f"benchmarks/{Path(sys.argv[0]).name}",
+        source=script_path(sys.argv[0]),
         dataset=str(getattr(args, "dataset", "")),
         split="test",
         filters=filters,

@@ -452,7 +452,7 @@ def test_option_tables_match_the_parser() -> None:
 
 
 def test_every_variable_named_is_read_by_the_code() -> None:
-    code = [*(REPO / "src").rglob("*.py"), *(REPO / "benchmarks").glob("*.py")]
+    code = [*(REPO / "src").rglob("*.py"), *(REPO / "benchmarks").rglob("*.py")]
     source = "\n".join(p.read_text(encoding="utf-8") for p in code)
     named = [
         (f"{file}:{i + 1}", v)

@@ -198,7 +198,7 @@ print(json.dumps({"after_read": after_read, "after_chunk": peak_mb(), "chunks": 
 def test_a_50mb_book_is_chunked_in_bounded_memory(tmp_path: Path) -> None:
     """The 50 MB row: the chunker streams the book a block at a time, so its working memory
     stays far below the book's size, and reports its progress block by block. (The whole
-    index of a 50 MB book, peak RSS included, is measured by benchmarks/index_memory.py.)"""
+    index of a 50 MB book, peak RSS included, is measured by benchmarks/speed/index_memory.py.)"""
     import json
     import subprocess
     import sys

@@ -364,13 +364,9 @@ def test_documents_key_follows_the_stories_not_their_names():
 
 def test_the_benchmarks_store_cache_is_keyed_by_content(tmp_path, monkeypatch):
     """Two bench folders whose dataset has the same name but other stories get two stores."""
-    import sys
-    from pathlib import Path
 
+    from benchmarks import common
     from tests.fakes import HashingEmbedder
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import common
 
     monkeypatch.setenv(common.CACHE_ENV, str(tmp_path / "cache"))
     paths = []
@@ -391,16 +387,12 @@ def test_the_benchmarks_store_cache_is_keyed_by_content(tmp_path, monkeypatch):
 
 
 def test_a_store_indexed_by_an_llm_is_its_own_and_holds_its_summaries(tmp_path, monkeypatch):
-    """retrieval_recall.py --llm: the LLM-summarised store never replaces the offline one."""
-    import sys
-    from pathlib import Path
+    """retrieval/recall.py --llm: the LLM-summarised store never replaces the offline one."""
 
+    from benchmarks import common
     from mindscape.llm import LLM, LLMSettings
     from mindscape.memory.build.indexer import IndexConfig
     from tests.fakes import HashingEmbedder, ScriptedChatModel
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import common
 
     monkeypatch.setenv(common.CACHE_ENV, str(tmp_path / "cache"))
     root = tmp_path / "bench"

@@ -3,16 +3,16 @@
 A figure is a decimal number (0.408, +1.2, −3.4, 98.1%, 1.1 GB: each bound of a CI too)
 outside code spans, fenced blocks and HTML comments; a threshold after ≥ or ≤ is not one, nor
 a version after the word "version" (``Ray version 2.60``). It is accounted for by the mark
-that covers it (benchmarks/committed_figures.py):
+that covers it (benchmarks/figures/committed_figures.py):
 
 * ``<!-- from: PATHS; KEY KEY ... -->``: the mark names, in page order, the one value of the
   per-question results committed at PATHS (or of a model's manifest.json) that each figure of
   its block shows (a mean, a CI bound, a paired difference, a cost, per book or in all): the
   figure must be that value at its decimals, and a signed figure (``+1.2``, ``−0.4``) a
   difference with that sign. Whole numbers in the block's tables (token counts, better/worse
-  counts) are figures too. ``python benchmarks/committed_figures.py PATHS`` lists the keys;
-  ``benchmarks/figure_keys.py`` proposes them;
-* ``<!-- generated: NAME -->``: the block is what `make_results.py --figures` writes now;
+  counts) are figures too. ``python benchmarks/figures/committed_figures.py PATHS`` lists the keys;
+  ``benchmarks/figures/figure_keys.py`` proposes them;
+* ``<!-- generated: NAME -->``: the block is what `figures/make_results.py --figures` writes now;
 * ``<!-- recorded: DATE; COMMAND; WHY -->``: a recorded measurement, with the three parts;
 * ``<!-- settings: WHAT -->``: the numbers are a method's parameters (a temperature, a weight),
   not measurements.
@@ -24,14 +24,11 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-import committed_figures as cf  # noqa: E402
+from benchmarks.figures import committed_figures as cf
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL_CARDS = sorted((REPO / "src" / "mindscape" / "data").glob("*/README.md"))
@@ -68,7 +65,7 @@ def test_generated_blocks_are_what_the_committed_results_give(page: Path) -> Non
     text = page.read_text(encoding="utf-8")
     assert "<!-- generated:" in text
     assert cf.fill(text) == text, (
-        f"{page.name}: a generated block is stale: python benchmarks/make_results.py --figures"
+        f"{page.name}: a generated block is stale: python benchmarks/figures/make_results.py --figures"
     )
 
 
@@ -111,17 +108,15 @@ def test_a_recorded_mark_needs_its_date_command_and_reason(tmp_path: Path) -> No
 def test_no_recorded_block_is_given_whole_by_the_committed_rows_it_names() -> None:
     """What the committed rows can recompute is a from mark: a recorded block all of whose
     figures are values of the docs/results files it names (in its text or command) fails."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    import figure_keys
+    from benchmarks.figures import figure_keys
 
     for path in PAGES:
         _, counts, _ = figure_keys.rewrite(path)
-        assert counts["converted"] == 0, f"{path.name}: run benchmarks/figure_keys.py on it"
+        assert counts["converted"] == 0, f"{path.name}: run benchmarks/figures/figure_keys.py on it"
 
 
 def test_figure_keys_turns_a_recomputable_recorded_block_into_a_keyed_from(tmp_path: Path) -> None:
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    import figure_keys
+    from benchmarks.figures import figure_keys
 
     src = "docs/results/novels/test"
     mark = f"<!-- recorded: 2026-12-05; mindscape eval --out {src}; said to be not kept -->"
@@ -194,8 +189,8 @@ def test_a_mark_under_a_heading_covers_its_subsections_and_one_elsewhere_its_par
 
 
 def test_answer_confidence_and_reading_rows_give_what_their_scripts_report() -> None:
-    """answer_confidence.py's answers give its summary.txt's figures (the AUROC, the reading on
-    when unsure, paired); reading_windows.py's readings give each reading's score where it
+    """reader/confidence.py's answers give its summary.txt's figures (the AUROC, the reading on
+    when unsure, paired); reader/windows.py's readings give each reading's score where it
     holds an answer and where it does not."""
     confidence = cf.figures(["docs/results/local/answer-confidence-fairytaleqa-dev60"])
     shown = {

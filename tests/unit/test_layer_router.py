@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -122,13 +121,12 @@ def test_a_routed_question_with_a_damaged_router_is_an_error_not_windows_only(
 
 
 def test_make_router_writes_json_that_gives_the_pipelines_probabilities(tmp_path: Path) -> None:
-    """benchmarks/train_layer_router.py's `save`: JSON and a manifest the loader accepts."""
+    """benchmarks/ranker/train_router.py's `save`: JSON and a manifest the loader accepts."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import train_layer_router
+    from benchmarks.ranker import train_router
 
     train = ["Why did the fox run away?", "Who is the king?", "Why was the queen sad?",
              "What is the name of the dog?", "Why did the boy lie to his mother?",
@@ -139,7 +137,7 @@ def test_make_router_writes_json_that_gives_the_pipelines_probabilities(tmp_path
         LogisticRegression(class_weight="balanced"),
     ).fit(train, y)
     probe = [*train, "Why did the king run?", "WHY? Who... the dog's name!", ""]
-    gap = train_layer_router.save(pipe, tmp_path, probe, {"trained_on": "six questions"})
+    gap = train_router.save(pipe, tmp_path, probe, {"trained_on": "six questions"})
     meta = json.loads((tmp_path / MANIFEST).read_text())
     assert gap < 1e-12 and meta["trained_on"] == "six questions"
     assert list(meta["sha256"]) == [MODEL_FILE] and not list(tmp_path.glob("*.pkl"))

@@ -1,24 +1,20 @@
-"""benchmarks/mom_recall.py (and the modules it is split into: mom_build, mom_costs,
-mom_answers, with the shared helpers of common) without a model: the methods, the Recall@10
+"""benchmarks/mom/recall.py (and the modules it is split into: mom/build.py, mom/costs.py,
+mom/answers.py, with the shared helpers of common) without a model: the methods, the Recall@10
 summary with paired differences on hand-made per-question hits, the per-story costs, and one
 run end to end over a toy bench with a scripted LLM, a fake evaluator and a hashing embedder."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-import common  # noqa: E402
-import mom_answers  # noqa: E402
-import mom_build  # noqa: E402
-import mom_costs  # noqa: E402
-import mom_recall  # noqa: E402
-
+from benchmarks import common
+from benchmarks.mom import answers as mom_answers
+from benchmarks.mom import build as mom_build
+from benchmarks.mom import costs as mom_costs
+from benchmarks.mom import recall as mom_recall
 from mindscape.llm import LLM, LLMSettings  # noqa: E402
 from tests.fakes import HashingEmbedder, ScriptedChatModel  # noqa: E402
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,7 +32,6 @@ from mindscape.reasoners.rankers import (
 )
 from tests.unit.test_focus import STORY, as_hits, chunk_units, view, words
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SNAPSHOT = Path(__file__).resolve().parents[1] / "snapshots" / "ranker_scores.json"
 
 Q = "What did the mother tell her daughter before she died?"
@@ -183,12 +181,11 @@ def test_the_shipped_ranker_scores_as_the_scikit_learn_model_it_came_from() -> N
 
 
 def test_make_ranker_writes_onnx_that_scores_as_the_fitted_trees(tmp_path: Path) -> None:
-    """benchmarks/train_ranker.py's export: the fitted trees as ONNX and a manifest that the
+    """benchmarks/ranker/train.py's export: the fitted trees as ONNX and a manifest that the
     loader accepts, with the provenance it is given."""
     from sklearn.ensemble import HistGradientBoostingRegressor
 
-    sys.path.insert(0, str(BENCHMARKS))
-    import train_ranker
+    from benchmarks.ranker import train as train_ranker
 
     rng = np.random.default_rng(3)
     x = rng.normal(size=(600, 23))
@@ -212,10 +209,9 @@ def test_the_provenance_counts_what_the_train_folder_holds(tmp_path: Path) -> No
     of other questions than ``--train`` holds are refused."""
     from types import SimpleNamespace
 
-    sys.path.insert(0, str(BENCHMARKS))
-    import train_layer_router
-    import train_ranker
-    from train_data import trained_on
+    from benchmarks.ranker import train as train_ranker
+    from benchmarks.ranker import train_router
+    from benchmarks.ranker.train_data import trained_on
 
     train = tmp_path / "train"
     (train / "fairytaleqa").mkdir(parents=True)
@@ -226,7 +222,7 @@ def test_the_provenance_counts_what_the_train_folder_holds(tmp_path: Path) -> No
     ]  # fmt: skip
     text = "".join(json.dumps(r) + "\n" for r in rows)
     (train / "fairytaleqa" / "questions.jsonl").write_text(text)
-    loaded = train_layer_router.load(train / "fairytaleqa" / "questions.jsonl")
+    loaded = train_router.load(train / "fairytaleqa" / "questions.jsonl")
     ids = [str(q["doc_id"]) for q in loaded]
     assert trained_on(train, ids) == "FairytaleQA train (2 stories, 5 questions), Apache-2.0"
     manifest = {"version": "train-v9", "datasets": {"fairytaleqa": {"splits": {"train": {}}}}}
@@ -241,13 +237,11 @@ def test_the_provenance_counts_what_the_train_folder_holds(tmp_path: Path) -> No
 
 
 def test_novel_misses_names_the_first_place_that_holds_the_answer(monkeypatch) -> None:
-    """benchmarks/novel_misses.py: read windows, then candidates, then the book, else nowhere."""
-    import sys
+    """benchmarks/evidence/novel_misses.py: read windows, then candidates, then the book, else nowhere."""
     from types import SimpleNamespace
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import evidence_ranking
-    import novel_misses
+    from benchmarks.evidence import novel_misses
+    from benchmarks.ranker import evidence_ranking
 
     units = chunk_units(STORY)
     pool = focus.candidates(Q, as_hits(units, [0, 1]), chunks=view(units))

@@ -250,19 +250,20 @@ def test_empty_report(tmp_path: Path) -> None:
 def test_the_local_section_is_regenerated_and_the_mom_section_after_it_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import local_results
+    from benchmarks.figures import local_results
 
     (tmp_path / "docs").mkdir()
-    (tmp_path / "benchmarks").mkdir()
-    (tmp_path / "benchmarks" / "results_local_header.md").write_text("## Local model\n\nnew\n")
+    (tmp_path / "benchmarks" / "figures").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "figures" / "results_local_header.md").write_text(
+        "## Local model\n\nnew\n"
+    )
     results = tmp_path / "docs" / "results.md"
     results.write_text(
         "# Offline\n\ntables\n\n## Local model\n\nold local\n\n## MoM document memory\n\nmom\n"
     )
     monkeypatch.setattr(local_results, "REPO", tmp_path)
     monkeypatch.setattr(local_results, "JOBS", [])
-    monkeypatch.setattr(sys, "argv", ["local_results.py"])
+    monkeypatch.setattr(sys, "argv", ["figures/local_results.py"])
     local_results.main()
     text = results.read_text()
     assert text.startswith("# Offline\n\ntables\n\n## Local model\n\nnew\n")

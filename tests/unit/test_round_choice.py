@@ -1,4 +1,4 @@
-"""benchmarks/round_choice.py: the rules that pick a round from a run's per-round attempts."""
+"""benchmarks/figures/round_choice.py: the rules that pick a round from a run's per-round attempts."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from benchmarks.figures.round_choice import first_unless_surer, most_confident
 
-from round_choice import first_unless_surer, most_confident  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def attempt(round_: int, answer: str, confidence: float | None, f1: float) -> dict:
@@ -48,7 +47,7 @@ def test_the_script_compares_the_rules_with_the_run(tmp_path):
     path = tmp_path / "results.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "round_choice.py"), str(path)],
+        [sys.executable, str(ROOT / "benchmarks" / "figures" / "round_choice.py"), str(path)],
         capture_output=True,
         text=True,
         check=True,

@@ -163,12 +163,11 @@ def test_tests_never_write_the_committed_log(monkeypatch: pytest.MonkeyPatch) ->
 def test_a_benchmark_script_on_test_logs_its_readers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from common import begin_test_run, log_test_run
+    from benchmarks.common import begin_test_run, log_test_run
 
     log = tmp_path / "test-runs.jsonl"
     monkeypatch.setenv(testlog.LOG_ENV, str(log))
-    monkeypatch.setattr(sys, "argv", ["benchmarks/reader_ceiling.py", "--split", "test"])
+    monkeypatch.setattr(sys, "argv", ["benchmarks/reader/ceiling.py", "--split", "test"])
     args = argparse.Namespace(
         dataset="fairytaleqa", split="dev", sample=60, seed=24, out="docs/results/x"
     )
@@ -181,7 +180,7 @@ def test_a_benchmark_script_on_test_logs_its_readers(
     begin_test_run(args)
     log_test_run(args, {"ceiling": ("f1", 0.4491, 60)}, llm="local")
     (line,) = lines(log)
-    assert line["source"] == "benchmarks/reader_ceiling.py" and line["llm"] == "local"
+    assert line["source"] == "benchmarks/reader/ceiling.py" and line["llm"] == "local"
     assert line["figures"] == {"ceiling": {"metric": "f1", "mean": 0.4491, "n": 60}}
     assert line["filters"] == {"sample": 60, "seed": 24} and line["out"] == "docs/results/x"
 
@@ -189,8 +188,7 @@ def test_a_benchmark_script_on_test_logs_its_readers(
 def test_a_benchmark_script_on_a_dirty_tree_stops_before_reading_test_rows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_tree: list
 ) -> None:
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from common import begin_test_run
+    from benchmarks.common import begin_test_run
 
     monkeypatch.setenv(testlog.LOG_ENV, str(tmp_path / "test-runs.jsonl"))
     clean_tree[0] = ("abc1234", ["benchmarks/common.py"])
@@ -226,24 +224,24 @@ def test_every_script_that_can_read_test_rows_starts_and_logs_its_run() -> None:
     it reads one (begin_test_run, which takes the commit and refuses a dirty tree) and logs it
     (log_test_run). A script that only runs `mindscape eval` is logged by eval itself."""
     missing, checked = [], []
-    for path in sorted((REPO / "benchmarks").glob("*.py")):
+    for path in sorted((REPO / "benchmarks").rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         tree = ast.parse(text)
         if path.name == "common.py" or "--split" not in text and "sample_parser(" not in text:
             continue
         if not called(tree, READERS):
             continue
-        checked.append(path.stem)
+        checked.append(path.relative_to(REPO / "benchmarks").as_posix())
         if not called(tree, {"begin_test_run"}) or not called(tree, {"log_test_run"}):
-            missing.append(f"{path.name}: no begin_test_run or no log_test_run")
+            missing.append(f"{checked[-1]}: no begin_test_run or no log_test_run")
             continue
         for fn in ast.walk(tree):
             if isinstance(fn, ast.FunctionDef) and (begin := called(fn, {"begin_test_run"})):
                 early = [line for line in called(fn, READERS) if line < begin[0]]
                 if early:
-                    missing.append(f"{path.name}:{early[0]}: reads rows before begin_test_run")
+                    missing.append(f"{checked[-1]}:{early[0]}: reads rows before begin_test_run")
     assert not missing, missing
-    assert {"mom_recall", "retrieval_recall", "reader_ceiling"} <= set(checked)
+    assert {"mom/recall.py", "retrieval/recall.py", "reader/ceiling.py"} <= set(checked)
 
 
 def line_of(n: int, **kw: object) -> dict:

@@ -1,0 +1,1 @@
+"""MoM document memories: Recall@10 of late fusion, their build, costs and answers."""

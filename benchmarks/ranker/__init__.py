@@ -1,0 +1,1 @@
+"""The evidence ranker and the layer router: ranked positions, variants, and their trainers."""

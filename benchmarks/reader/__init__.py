@@ -1,0 +1,1 @@
+"""The local reader alone: its ceiling, its variants, its windows, its confidence, its adapter."""
