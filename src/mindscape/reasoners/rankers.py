@@ -33,7 +33,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from mindscape.errors import MindscapeError
-from mindscape.memory.retrieval.ranking import BM25Index
+from mindscape.memory.scoring import BM25Index
 from mindscape.reasoners.text import content_words
 
 RRF_K = 60
