@@ -54,7 +54,7 @@ from mindscape.memory.signature.activation import activate
 from mindscape.memory.signature.conditioning import Conditioned, condition
 from mindscape.memory.signature.select import select_signature
 from mindscape.memory.store import MemoryStore
-from mindscape.memory.types import LAYERS, Hit, Layer, SignatureUnit
+from mindscape.memory.types import LAYERS, Hit, Layer, SignatureUnit, Unit
 from mindscape.tokens import TokenCounter, default_counter
 
 __all__ = [
@@ -209,18 +209,11 @@ class Retriever:
             embed=self.embed_query,
         )
 
-    def _hit(self, u: Any, s_q: float, s_sig: float, score: float, **meta: Any) -> Hit:
+    def _hit(self, u: Unit, s_q: float, s_sig: float, score: float, **meta: Any) -> Hit:
+        tokens = self._tokens_of(u.id, u.text)
+        extra = {**u.meta, "kind": u.kind, "order": u.order, "level": u.level, **meta}
         return Hit(
-            layer=u.layer,
-            unit_id=u.id,
-            doc_id=u.doc_id,
-            chunk_ids=list(u.chunk_ids),
-            text=u.text,
-            score_query=s_q,
-            score_signature=s_sig,
-            score=score,
-            tokens=self._tokens_of(u.id, u.text),
-            meta={**u.meta, "kind": u.kind, "order": u.order, "level": u.level, **meta},
+            u, score_query=s_q, score_signature=s_sig, score=score, tokens=tokens, meta=extra
         )
 
     def _ranked(
