@@ -4,7 +4,8 @@ This module is the facade; each concept lives in a module named for it:
 :mod:`~mindscape.memory.scope` (the cached arrays of a document set),
 :mod:`~mindscape.memory.signature.activation` (E1), :mod:`~mindscape.memory.signature.select` (σ over
 the index; the math is :mod:`~mindscape.memory.signature.sigma`),
-:mod:`~mindscape.memory.signature.conditioning` (s(σ,u), the α gate, the per-query plan) and
+:mod:`~mindscape.memory.signature.conditioning` (s(σ,u), the α gate; ``condition`` scores every
+layer a query reads, once, and the retriever never calls back into it) and
 :mod:`~mindscape.memory.retrieval.late_fusion` (MoM) and :mod:`~mindscape.memory.retrieval.raptor_collapse`
 (RAPTOR's collapsed tree over the hits of every layer). The settings a retriever takes,
 :class:`SignatureParams` and :class:`RetrievalSettings`, live in the leaf
@@ -188,26 +189,17 @@ class Retriever:
         self,
         query: str,
         signature: list[SignatureUnit] | None,
-        doc_ids: set[str] | None,
+        sc: Scope,
         settings: RetrievalSettings,
-        layers: Iterable[Layer],
+        layers: list[Layer],
     ) -> Conditioned:
-        """The query conditioned on σ, each layer it reads scored once (see
+        """The query conditioned on σ in `sc`, each layer it reads scored once (see
         :func:`~mindscape.memory.signature.conditioning.condition`); late fusion's layers join
         the veridical one when it ranks the chunks."""
-        wanted = list(layers)
-        if "veridical" in wanted and settings.chunk_mode == "late-fusion":
-            wanted += [la for la in fusion_layers(settings) if la not in wanted]
-        sc = self.scope(doc_ids)
-        return condition(
-            sc,
-            query,
-            self.embed_query(query),
-            signature,
-            settings,
-            wanted,
-            embed=self.embed_query,
-        )
+        if "veridical" in layers and settings.chunk_mode == "late-fusion":
+            layers = layers + [la for la in fusion_layers(settings) if la not in layers]
+        qv = self.embed_query(query)
+        return condition(sc, query, qv, signature, settings, layers, embed=self.embed_query)
 
     def _hit(self, u: Unit, s_q: float, s_sig: float, score: float, **meta: Any) -> Hit:
         tokens = self._tokens_of(u.id, u.text)
@@ -275,9 +267,9 @@ class Retriever:
         layer's budget (a unit too large is skipped, a later smaller one may still fit).
         """
         st = settings or self.settings
-        views = self.scope(doc_ids).views
-        read = [la for la in LAYERS if int(st.budgets.get(la, 0)) > 0 and len(views[la])]
-        cond = self._condition(query, signature, doc_ids, st, read)
+        sc = self.scope(doc_ids)
+        read = [la for la in LAYERS if int(st.budgets.get(la, 0)) > 0 and len(sc.views[la])]
+        cond = self._condition(query, signature, sc, st, read)
         out: dict[Layer, list[Hit]] = {}
         for layer in LAYERS:
             if layer not in read:
@@ -301,7 +293,8 @@ class Retriever:
         k: int = 20,
     ) -> list[Hit]:
         """The top-k chunks under the conditioned score, unpacked (for Recall@k benchmarks)."""
-        if not self.scope(doc_ids).n_chunks:
+        sc = self.scope(doc_ids)
+        if not sc.n_chunks:
             return []
-        cond = self._condition(query, signature, doc_ids, settings or self.settings, ["veridical"])
+        cond = self._condition(query, signature, sc, settings or self.settings, ["veridical"])
         return self._ranked(cond, "veridical", k, frozenset())
