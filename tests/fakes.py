@@ -409,19 +409,7 @@ class FakeRetriever:
                 sq = float(self.vecs[i] @ q)
                 ss = float(self.vecs[i] @ sig) if sig is not None else 0.0
                 u = self.units[i]
-                hits.append(
-                    _Hit(
-                        layer,
-                        u.id,
-                        u.doc_id,
-                        list(u.chunk_ids),
-                        u.text,
-                        sq,
-                        ss,
-                        (1 - alpha) * sq + alpha * ss,
-                        len(u.text.split()),
-                    )
-                )
+                hits.append(_Hit(u, sq, ss, (1 - alpha) * sq + alpha * ss, len(u.text.split())))
             hits.sort(key=lambda h: -h.score)
             packed, used = [], 0
             for h in hits:

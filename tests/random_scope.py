@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mindscape.memory.retrieval.scope import Scope
+from mindscape.memory.scope import Scope
 from mindscape.memory.store import LayerView
 from mindscape.memory.types import LAYERS, Layer, Unit
 

@@ -30,7 +30,6 @@ Only the train folder is trained on; dev chooses; test is reported once, by hand
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import pickle
 import random
@@ -49,9 +48,9 @@ from benchmarks.evidence.focus_recall import holds_answer
 from benchmarks.ranker.evidence_ranking import Captured, capture_pools, measure, summarise
 from benchmarks.ranker.train_data import DATASET, trained_on
 from mindscape.embeddings import minilm_path
+from mindscape.models.manifest import bytes_sha256, write_manifest
 from mindscape.reasoners import focus
 from mindscape.reasoners.rankers import (
-    MANIFEST,
     MODEL_FILE,
     N_FEATURES,
     RANKER_FILES,
@@ -191,9 +190,9 @@ def save_trees(model: Any, out: Path, rows: np.ndarray, provenance: str) -> floa
         "onnx": onnx.__version__,
         "onnx_check": {"rows": len(rows), "max_abs_diff": gap},
         "created": time.strftime("%Y-%m-%d"),
-        "sha256": {MODEL_FILE: hashlib.sha256(raw).hexdigest()},
+        "sha256": {MODEL_FILE: bytes_sha256(raw)},
     }
-    (out / MANIFEST).write_text(json.dumps(meta, indent=1) + "\n")
+    write_manifest(out, meta)
     return gap
 
 

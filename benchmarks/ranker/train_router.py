@@ -22,7 +22,6 @@ route is printed too (no labels there). Seconds.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
@@ -39,8 +38,8 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 from sklearn.pipeline import make_pipeline
 
 from benchmarks.ranker.train_data import DATASET, trained_on
+from mindscape.models.manifest import bytes_sha256, write_manifest
 from mindscape.reasoners.layer_router import MODEL_FILE, ROUTER_FILES, THRESHOLD, LayerRouter
-from mindscape.reasoners.rankers import MANIFEST
 
 SEED = 0
 C = 1.0
@@ -138,9 +137,9 @@ def save(pipeline: Any, out: Path, questions: list[str], meta: dict[str, Any]) -
         "sklearn": sklearn.__version__,
         "json_check": {"questions": len(questions), "max_abs_diff": gap},
         "created": time.strftime("%Y-%m-%d"),
-        "sha256": {MODEL_FILE: hashlib.sha256(raw).hexdigest()},
+        "sha256": {MODEL_FILE: bytes_sha256(raw)},
     }
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    write_manifest(out, manifest)
     print(f"saved {out / MODEL_FILE} ({len(raw)} bytes; within {gap:.1g} of the pipeline)")
     return gap
 

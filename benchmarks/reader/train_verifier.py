@@ -18,7 +18,6 @@ readings beside the reader's mean token probability, then writes ``model.json`` 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,8 @@ import numpy as np
 
 from mindscape.eval.runner import read_records
 from mindscape.llm.logprobs import mean_probability
-from mindscape.reasoners.verifier import MANIFEST, MODEL_FILE, Reading, Verifier, features
+from mindscape.models.manifest import bytes_sha256, write_manifest
+from mindscape.reasoners.verifier import MODEL_FILE, Reading, Verifier, features
 
 GOOD = 0.5
 CS = (0.01, 0.1, 1.0, 10.0)
@@ -124,13 +124,13 @@ def main() -> None:
     raw = (json.dumps(verifier.to_json(), indent=1) + "\n").encode()
     (out / MODEL_FILE).write_bytes(raw)
     manifest = {
-        "sha256": hashlib.sha256(raw).hexdigest(),
+        "sha256": bytes_sha256(raw),
         "train_readings": len(rows),
         "train_stories": stories,
         "train_questions": len({r["qid"] for r in rows}),
         "figures": figures,
     }
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    write_manifest(out, manifest)
     print(json.dumps(manifest))
 
 

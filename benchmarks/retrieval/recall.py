@@ -68,7 +68,7 @@ from mindscape.eval.bench import load_documents, load_questions  # noqa: E402
 from mindscape.memory.build.indexer import IndexConfig, parse_llm_parts  # noqa: E402
 from mindscape.memory.cache import IndexCache, content_key  # noqa: E402
 from mindscape.memory.retrieval.retriever import Retriever  # noqa: E402
-from mindscape.memory.retrieval.scope import DOC_CONTEXTS  # noqa: E402
+from mindscape.memory.scope import DOC_CONTEXTS  # noqa: E402
 from mindscape.retrieval_defaults import default_retriever  # noqa: E402
 
 PAIRS = (("mia-rag", "hybrid"), ("mia-rag", "naive"), ("hybrid", "naive"))

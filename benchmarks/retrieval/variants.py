@@ -15,7 +15,8 @@ from benchmarks.common import log, paired_points, retrieved_spans
 from mindscape.eval.bench import gold_spans
 from mindscape.eval.metrics import recall_at_k
 from mindscape.memory.retrieval.retriever import RetrievalSettings, Retriever
-from mindscape.memory.retrieval.scope import DOC_CONTEXTS, top_rows
+from mindscape.memory.scope import DOC_CONTEXTS
+from mindscape.memory.scoring import top_rows
 from mindscape.memory.signature.activation import activate
 from mindscape.memory.signature.sigma import SignatureParams
 from mindscape.retrieval_defaults import default_params, default_settings, literal_params

@@ -158,20 +158,11 @@ def test_collapsed_tree_packs_all_layers_into_one_budget() -> None:
 
 def test_collapse_keeps_the_best_scores_across_layers_within_the_budget() -> None:
     from mindscape.memory.retrieval.raptor_collapse import collapse
-    from mindscape.memory.types import Hit
+    from mindscape.memory.types import Hit, Unit
 
     def hit(layer: str, uid: str, score: float, tokens: int) -> Hit:
-        return Hit(
-            layer=layer,  # type: ignore[arg-type]
-            unit_id=uid,
-            doc_id="d",
-            chunk_ids=[],
-            text=uid,
-            score_query=score,
-            score_signature=0.0,
-            score=score,
-            tokens=tokens,
-        )
+        unit = Unit(id=uid, doc_id="d", layer=layer, text=uid, chunk_ids=[])  # type: ignore[arg-type]
+        return Hit(unit, score_query=score, score_signature=0.0, score=score, tokens=tokens)
 
     hits = {
         "veridical": [hit("veridical", "c1", 0.9, 10), hit("veridical", "c2", 0.3, 10)],

@@ -15,7 +15,7 @@ import pytest
 from mindscape.memory.build.indexer import IndexConfig, Indexer
 from mindscape.memory.embed_cache import in_context, text_key
 from mindscape.memory.retrieval.retriever import Retriever
-from mindscape.memory.retrieval.scope import Scope
+from mindscape.memory.scope import Scope
 from mindscape.memory.settings import RetrievalSettings
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS

@@ -5,15 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mindscape.memory.retrieval.ranking import (
-    BM25Index,
-    dedupe_near,
-    hybrid_scores,
-    minmax,
-    pack_budget,
-    reciprocal_rank_fusion,
-    tokenize,
-)
+from mindscape.memory.retrieval.ranking import dedupe_near, pack_budget, reciprocal_rank_fusion
+from mindscape.memory.scoring import BM25Index, hybrid_scores, minmax, tokenize
 
 # --------------------------------------------------------------------------- RRF
 

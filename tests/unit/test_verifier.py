@@ -11,11 +11,11 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from mindscape.llm import LLMSettings, Usage
+from mindscape.models.manifest import MANIFEST
 from mindscape.reasoners.base import AnswerRequest
 from mindscape.reasoners.llm import LLMReasoner
 from mindscape.reasoners.sentence_vectors import SentenceVectors
 from mindscape.reasoners.verifier import (
-    MANIFEST,
     MODEL_FILE,
     Reading,
     Verifier,

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
-from mindscape.llm.logprobs import mean_probability, reply_logprobs
+from mindscape.llm.logprobs import first_top, mean_probability, reply_logprobs, token_logprobs
 from mindscape.llm.output import LLMOutputError, short_error, strip_reasoning
 from mindscape.llm.retry import (
     invoke_with_retries,
@@ -245,10 +245,7 @@ class LLM:
         read."""
 
         def read(reply: Any) -> list[Any]:
-            logprobs = [
-                float(t["logprob"]) for t in reply_logprobs(reply) if t.get("logprob") is not None
-            ]
-            return [_text(reply), logprobs]
+            return [_text(reply), token_logprobs(reply_logprobs(reply))]
 
         runnable = self._capped(self.chat.bind(logprobs=True, top_logprobs=1), max_tokens)
         text, logprobs = self._cached_call(prompt, system, role, "logprobs", runnable, read)
@@ -270,12 +267,7 @@ class LLM:
 
         def read(reply: Any) -> list[Any]:
             records = reply_logprobs(reply)
-            logprobs = [float(t["logprob"]) for t in records if t.get("logprob") is not None]
-            first = (records or [{}])[0]
-            alternatives = {
-                str(t["token"]): float(t["logprob"]) for t in first.get("top_logprobs") or []
-            }
-            return [_text(reply), logprobs, alternatives]
+            return [_text(reply), token_logprobs(records), first_top(records)]
 
         runnable = self._capped(self.chat.bind(logprobs=True, top_logprobs=top), max_tokens)
         text, logprobs, first = self._cached_call(
@@ -290,8 +282,7 @@ class LLM:
         token text (empty when the endpoint returns none). One call of one output token."""
 
         def read(reply: Any) -> dict[str, float]:
-            first = (reply_logprobs(reply) or [{}])[0]
-            return {str(t["token"]): float(t["logprob"]) for t in first.get("top_logprobs") or []}
+            return first_top(reply_logprobs(reply))
 
         runnable = self.chat.bind(logprobs=True, top_logprobs=top, max_tokens=1)
         return dict(

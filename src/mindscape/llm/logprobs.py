@@ -37,6 +37,18 @@ def reply_logprobs(reply: Any) -> list[dict[str, Any]]:
     return list((meta.get("logprobs") or {}).get("content") or [])
 
 
+def token_logprobs(records: list[dict[str, Any]]) -> list[float]:
+    """The log-probability of each output token of :func:`reply_logprobs`' records."""
+    return [float(t["logprob"]) for t in records if t.get("logprob") is not None]
+
+
+def first_top(records: list[dict[str, Any]]) -> dict[str, float]:
+    """The first output token's likeliest alternatives (``top_logprobs``), log-probability
+    by token text (empty when the endpoint sent none)."""
+    first = (records or [{}])[0]
+    return {str(t["token"]): float(t["logprob"]) for t in first.get("top_logprobs") or []}
+
+
 def mean_probability(logprobs: list[float]) -> float | None:
     """The geometric-mean probability of tokens, ``exp(mean log p)``: the length-normalised
     sequence probability (None for no tokens)."""

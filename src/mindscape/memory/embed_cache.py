@@ -5,7 +5,7 @@ sentence span) and cached as one array per chunk: row 0 the chunk, then its sent
 texts (summaries, outline items) are embedded and cached one vector per text, under
 :func:`text_key`. So are the chunks in their document's context (:func:`in_context`: the
 title, a blank line, the chunk), which retrieval reads back from the cache by the same key
-(:mod:`~mindscape.memory.retrieval.scope`). Every batch is committed as it is produced, so an
+(:mod:`~mindscape.memory.scope`). Every batch is committed as it is produced, so an
 interrupted run keeps what it embedded.
 """
 

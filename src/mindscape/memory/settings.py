@@ -146,7 +146,7 @@ class RetrievalSettings:
     doc_context: str = DOC_CONTEXT
     """A chunk's dense cosine: ``plain`` (its own vector), ``prefixed`` (its vector with the
     document's title before it) or ``max`` (the higher of the two; see
-    :meth:`~mindscape.memory.retrieval.scope.Scope.chunk_dense`)."""
+    :meth:`~mindscape.memory.scope.Scope.chunk_dense`)."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:

@@ -39,13 +39,14 @@ class Unit:
 
 @dataclass
 class Hit:
-    """A retrieved unit with the scores that ranked it."""
+    """A retrieved unit with the scores that ranked it: the memory side of a passage.
 
-    layer: Layer
-    unit_id: str
-    doc_id: str
-    chunk_ids: list[str]
-    text: str
+    The unit is held whole (``unit``); its id, layer, document, chunks and text are read
+    through it. The graph state carries a passage as a JSON-serialisable
+    :class:`~mindscape.state.EvidenceItem` (LangGraph's checkpoints and Studio read the state
+    as JSON), made from a hit in one place, :func:`mindscape.agents._common.to_item`."""
+
+    unit: Unit
     score_query: float = 0.0
     """s(q, u): the query-only score (cosine; in hybrid mode the BM25+dense mix)."""
     score_signature: float = 0.0
@@ -55,6 +56,28 @@ class Hit:
     tokens: int = 0
     """cl100k tokens of `text`, used for budget packing."""
     meta: dict[str, Any] = field(default_factory=dict)
+    """The unit's meta with its kind, order and level, and how it was ranked (rank, α, the
+    layers it was fused from)."""
+
+    @property
+    def unit_id(self) -> str:
+        return self.unit.id
+
+    @property
+    def layer(self) -> Layer:
+        return self.unit.layer
+
+    @property
+    def doc_id(self) -> str:
+        return self.unit.doc_id
+
+    @property
+    def chunk_ids(self) -> list[str]:
+        return self.unit.chunk_ids
+
+    @property
+    def text(self) -> str:
+        return self.unit.text
 
 
 @dataclass

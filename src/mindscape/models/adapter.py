@@ -15,13 +15,14 @@ does not match its manifest, or whose manifest names another model, is a one-lin
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from mindscape.errors import ModelError
+from mindscape.models import manifest
 from mindscape.models.cache import file_sha256
+from mindscape.models.manifest import MANIFEST
 
 __all__ = [
     "ADAPTER_FILE",
@@ -35,7 +36,6 @@ __all__ = [
 ]
 
 ADAPTER_FILE = "adapter.gguf"
-MANIFEST = "manifest.json"
 REBUILD_HINT = "run `make reader-adapter` (or set MINDSCAPE_READER_ADAPTER=none)"
 OFF = ("none", "off", "0", "false", "no")
 DEFAULT = "none"
@@ -54,7 +54,7 @@ def write_manifest(
     """Write ``folder/manifest.json`` for ``folder/adapter.gguf``: its size and sha256, the
     sha256 of the model it adapts, what it was trained on and how."""
     path = Path(folder) / ADAPTER_FILE
-    manifest = {
+    fields = {
         "file": ADAPTER_FILE,
         "bytes": path.stat().st_size,
         "sha256": file_sha256(path),
@@ -62,8 +62,7 @@ def write_manifest(
         "trained_on": provenance,
         "training": training,
     }
-    (Path(folder) / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-    return manifest
+    return manifest.write_manifest(Path(folder), fields)
 
 
 def check_adapter(folder: Path, model_sha256: str | None) -> Path:
@@ -73,20 +72,22 @@ def check_adapter(folder: Path, model_sha256: str | None) -> Path:
     folder = Path(folder)
     path = folder / ADAPTER_FILE
     try:
-        manifest = json.loads((folder / MANIFEST).read_text())
-    except (OSError, ValueError) as exc:
+        recorded = dict(manifest.read_manifest(folder))
+    except (OSError, ValueError, TypeError) as exc:
         raise ModelError(
             f"the reader adapter's manifest {folder / MANIFEST} cannot be read ({exc}); "
             f"{REBUILD_HINT}"
         ) from exc
     if not path.is_file():
         raise ModelError(f"no reader adapter at {path}; {REBUILD_HINT}")
-    if path.stat().st_size != manifest.get("bytes") or file_sha256(path) != manifest.get("sha256"):
+    if path.stat().st_size != recorded.get("bytes") or not manifest.matches(
+        path, recorded.get("sha256")
+    ):
         raise ModelError(f"the reader adapter {path} does not match its manifest; {REBUILD_HINT}")
-    if manifest.get("base_model_sha256") != model_sha256:
+    if recorded.get("base_model_sha256") != model_sha256:
         raise ModelError(
             f"the reader adapter {path} was trained for another model (sha256 "
-            f"{str(manifest.get('base_model_sha256'))[:12]}…) than the one in use; "
+            f"{str(recorded.get('base_model_sha256'))[:12]}…) than the one in use; "
             f"{REBUILD_HINT}"
         )
     return path

@@ -235,14 +235,35 @@ class Checkpoints:
             ) from exc
         return state
 
-    def save(self, state: dict[str, Any], info: dict[str, Any]) -> None:
+    def restore(self, peft_model: Any, opt: Any) -> tuple[int, int]:
+        """(examples seen, steps taken) by the run saved here, its adapter, optimizer and
+        torch RNG restored into ``peft_model`` and ``opt``; (0, 0) when none was saved."""
         import torch
 
+        state = self.load()
+        if state is None:
+            return 0, 0
+        from peft import set_peft_model_state_dict
+
+        set_peft_model_state_dict(peft_model, state["adapter"])
+        opt.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["torch_rng"])
+        return state["seen"], state["step"]
+
+    def keep(self, peft_model: Any, opt: Any, info: dict[str, Any]) -> None:
+        """Save the run so far: the adapter, the optimizer and torch's RNG in ``state.pt``,
+        ``info`` (settings and progress, ``seen`` and ``steps`` among them) in ``run.json``."""
+        import torch
+        from peft import get_peft_model_state_dict
+
+        state = {"adapter": get_peft_model_state_dict(peft_model), "optimizer": opt.state_dict()}
+        state |= {"seen": info["seen"], "step": info["steps"], "torch_rng": torch.get_rng_state()}
         self.folder.mkdir(parents=True, exist_ok=True)
         tmp = self.state_file.with_suffix(".tmp")
         torch.save(state, tmp)
         os.replace(tmp, self.state_file)
         info_tmp = self.folder / "run.json.tmp"
+        info = {**info, "updated": time.strftime("%Y-%m-%dT%H:%M:%S")}
         info_tmp.write_text(json.dumps(info, indent=1) + "\n")
         os.replace(info_tmp, self.folder / "run.json")
 
@@ -284,61 +305,26 @@ def train(
     params = [p for p in peft_model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.0)
     ckpt = Checkpoints(run_dir)
-    seen, step = 0, 0
-    state = ckpt.load()
-    if state is not None:
-        from peft import set_peft_model_state_dict
-
-        set_peft_model_state_dict(peft_model, state["adapter"])
-        opt.load_state_dict(state["optimizer"])
-        seen, step = state["seen"], state["step"]
-        torch.set_rng_state(state["torch_rng"])
-    resumed_from = seen
+    seen, step = ckpt.restore(peft_model, opt)
     ids_order = order(len(examples), settings.seed)
     end = min(len(examples), max_examples if max_examples is not None else len(examples))
-    result = TrainResult(seen, step, resumed_from, 0.0)
+    result = TrainResult(seen, step, seen, 0.0)
     t0 = time.perf_counter()
     bar = progress_bar(show_progress, end, "reader adapter", "example")
     bar.update(seen)
 
     def checkpoint() -> None:
-        from peft import get_peft_model_state_dict
-
-        ckpt.save(
-            {
-                "adapter": get_peft_model_state_dict(peft_model),
-                "optimizer": opt.state_dict(),
-                "seen": seen,
-                "step": step,
-                "torch_rng": torch.get_rng_state(),
-            },
-            {
-                "settings": settings.describe(),
-                "examples": len(examples),
-                "seen": seen,
-                "steps": step,
-                "losses": result.losses[-50:],
-                "updated": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            },
-        )
+        info = {"settings": settings.describe(), "examples": len(examples), "seen": seen}
+        ckpt.keep(peft_model, opt, {**info, "steps": step, "losses": result.losses[-50:]})
 
     peft_model.train()
     try:
         while seen < end:
-            batch = ids_order[seen : min(seen + settings.accumulate, end)]
-            for group in opt.param_groups:
-                group["lr"] = _lr_at(step, settings)
-            opt.zero_grad(set_to_none=True)
-            total = 0.0
-            for i in batch:
-                ids, n_prompt = encoder(tokenizer, examples[i], settings.max_prompt_tokens)
-                loss = answer_loss(peft_model, ids, n_prompt) / len(batch)
-                loss.backward()
-                total += float(loss.detach())
-                bar.update(1)
+            rows = ids_order[seen : min(seen + settings.accumulate, end)]
+            batch = [encoder(tokenizer, examples[i], settings.max_prompt_tokens) for i in rows]
+            total = _step(peft_model, opt, batch, _lr_at(step, settings), bar)
             if not math.isfinite(total):
                 raise ModelError(f"the reader adapter's loss is {total} at step {step}")
-            opt.step()
             seen += len(batch)
             step += 1
             result.losses.append(total)
@@ -353,6 +339,26 @@ def train(
     result.examples_seen, result.steps = seen, step
     result.seconds = time.perf_counter() - t0
     return peft_model, result
+
+
+def _step(
+    peft_model: Any, opt: Any, batch: list[tuple[list[int], int]], lr: float, bar: Any
+) -> float:
+    """One optimizer step at learning rate ``lr`` over ``batch`` (each example's token ids
+    and prompt length): the batch's mean answer loss, its gradient accumulated example by
+    example; returns that loss (a loss that is not finite takes no step)."""
+    for group in opt.param_groups:
+        group["lr"] = lr
+    opt.zero_grad(set_to_none=True)
+    total = 0.0
+    for ids, n_prompt in batch:
+        loss = answer_loss(peft_model, ids, n_prompt) / len(batch)
+        loss.backward()
+        total += float(loss.detach())
+        bar.update(1)
+    if math.isfinite(total):
+        opt.step()
+    return total
 
 
 # ---- conversion for llama.cpp ---------------------------------------------------------------

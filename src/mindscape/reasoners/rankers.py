@@ -21,8 +21,6 @@ one line naming ``make ranker``: never a quiet switch to the fused ranking.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import threading
 from collections.abc import Sequence
@@ -33,14 +31,14 @@ from typing import Any, Protocol
 import numpy as np
 
 from mindscape.errors import MindscapeError
-from mindscape.memory.retrieval.ranking import BM25Index
+from mindscape.memory.scoring import BM25Index
+from mindscape.models.manifest import MANIFEST, matches, read_manifest
 from mindscape.reasoners.text import content_words
 
 RRF_K = 60
 """The usual reciprocal-rank-fusion constant."""
 RANKER_DIR = Path(__file__).resolve().parent.parent / "data" / "ranker"
 """Where the shipped learned ranker lives (model, sha256 manifest, model card)."""
-MANIFEST = "manifest.json"
 MODEL_FILE = "model.onnx"
 RANKER_NAMES = ("fused", "learned")
 
@@ -193,7 +191,7 @@ class ModelFiles:
         if not manifest.is_file():
             raise self.error(path, f"no {MANIFEST}")
         try:
-            meta = dict(json.loads(manifest.read_text()))
+            meta = dict(read_manifest(path))
             files = list(dict(meta["sha256"]).items())
         except (ValueError, KeyError, TypeError) as exc:
             raise self.error(path, f"{MANIFEST} is damaged ({one_line(exc)})") from None
@@ -201,7 +199,7 @@ class ModelFiles:
             f = path / name
             if not f.is_file():
                 raise self.error(path, f"{name} is missing")
-            if hashlib.sha256(f.read_bytes()).hexdigest() != digest:
+            if not matches(f, digest):
                 raise self.error(path, f"{name} does not match its sha256")
         if meta.get("format") != self.format or len(files) != 1:
             found = meta.get("format") or ", ".join(name for name, _ in files) or "no file"

@@ -22,7 +22,6 @@ same under any scikit-learn version or none; the model card is ``data/verifier/R
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -30,12 +29,12 @@ from functools import cache
 from pathlib import Path
 
 from mindscape.errors import MindscapeError
+from mindscape.models.manifest import bytes_sha256, read_manifest
 from mindscape.reasoners.grounding import related
 from mindscape.reasoners.text import content_words, wh_word
 
 VERIFIER_DIR = Path(__file__).resolve().parent.parent / "data" / "verifier"
 MODEL_FILE = "model.json"
-MANIFEST = "manifest.json"
 
 WH = ("who", "what", "why", "how", "where", "when")
 """The wh-words with a feature of their own (the rest share "wh_other")."""
@@ -146,9 +145,9 @@ def load_verifier(folder: Path = VERIFIER_DIR) -> Verifier:
     """The shipped verifier, checked against its manifest's sha256; a file that cannot be
     loaded is a :class:`VerifierError` naming ``make verifier``."""
     try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        manifest = read_manifest(folder)
         raw = (folder / MODEL_FILE).read_bytes()
-        if hashlib.sha256(raw).hexdigest() != manifest["sha256"]:
+        if bytes_sha256(raw) != manifest["sha256"]:
             raise ValueError("its sha256 differs from the manifest's")
         return Verifier.from_json(json.loads(raw))
     except (OSError, ValueError, KeyError, TypeError) as exc:

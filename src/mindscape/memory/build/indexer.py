@@ -18,7 +18,7 @@ stopped, and adding a document touches only that document.
 Each chunk also gets a second embedding in its document's context (the title, or the doc id
 where there is none, before the chunk: :func:`~mindscape.memory.embed_cache.in_context`).
 It is not a layer: it stays in the cache, and the manifest's ``doc_context`` names the
-context it was made with, from which retrieval finds it (:mod:`~mindscape.memory.retrieval.scope`).
+context it was made with, from which retrieval finds it (:mod:`~mindscape.memory.scope`).
 A document indexed before there were such vectors, or whose title changed, is not rebuilt:
 the next ``index`` of it embeds only these vectors (see :meth:`Indexer.index`).
 """
@@ -221,7 +221,7 @@ class _DocRun:
                 self.doc_id, self.text, chunks, arrays, self.embed.dim, ix.counter
             )
         with ix.stage(self.report, "embed_context"):
-            # cached only: retrieval reads them back by content (memory/retrieval/scope.py)
+            # cached only: retrieval reads them back by content (memory/scope.py)
             self.embed.texts(
                 [in_context(self.context, c.text) for c in chunks],
                 f"{self.doc_id} · embed chunks in context",

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from mindscape.memory.retrieval.ranking import dedupe_near
-from mindscape.memory.retrieval.scope import top_rows
-from mindscape.memory.signature.conditioning import QueryPlan, layer_scores
-from mindscape.memory.types import LAYERS
+from mindscape.memory.scoring import top_rows
+from mindscape.memory.settings import RetrievalSettings
+from mindscape.memory.signature.conditioning import Conditioned
+from mindscape.memory.types import LAYERS, Layer
 
 
 @dataclass
@@ -34,12 +35,22 @@ class FusedChunk:
     """The layers that ranked it."""
 
 
+def fusion_layers(settings: RetrievalSettings) -> list[Layer]:
+    """The layers late fusion reads the scores of: the veridical one and the other
+    ``settings.fusion_layers``."""
+    return [
+        "veridical",
+        *(la for la in LAYERS if la != "veridical" and la in settings.fusion_layers),
+    ]
+
+
 def late_fusion(
-    plan: QueryPlan, n: int, exclude: set[str] | frozenset[str] = frozenset()
+    cond: Conditioned, n: int, exclude: set[str] | frozenset[str] = frozenset()
 ) -> list[FusedChunk]:
-    """The n best chunks by MoM late fusion, minus the unit ids in `exclude`."""
-    sc, st = plan.scope, plan.settings
-    c_q, c_sig, c_fused = layer_scores(plan, "veridical", hybrid=False)
+    """The n best chunks by MoM late fusion, minus the unit ids in `exclude`; the layers'
+    scores are the query's, computed once (`cond` holds every layer :func:`fusion_layers` names)."""
+    sc, st = cond.plan.scope, cond.plan.settings
+    c_q, c_sig, c_fused = cond.scores["veridical"]
     depth = max(n, st.top_n)
     total = np.zeros(sc.n_chunks)
     sources: dict[int, list[str]] = {}
@@ -51,7 +62,7 @@ def late_fusion(
             top = top_rows(c_fused, depth)
             best_rank[top] = np.arange(1, len(top) + 1)
         else:
-            _, _, fused = layer_scores(plan, layer, hybrid=False)
+            _, _, fused = cond.scores[layer]
             uidx, ridx, _ = sc.unit_chunks(layer)
             unit_rank = np.full(len(fused), np.inf)
             top = top_rows(fused, depth)

@@ -1,10 +1,11 @@
 """One retriever for the agent and the benchmarks: the MiA signature and tri-layer retrieval.
 
 This module is the facade; each concept lives in a module named for it:
-:mod:`~mindscape.memory.retrieval.scope` (the cached arrays of a document set),
+:mod:`~mindscape.memory.scope` (the cached arrays of a document set),
 :mod:`~mindscape.memory.signature.activation` (E1), :mod:`~mindscape.memory.signature.select` (σ over
 the index; the math is :mod:`~mindscape.memory.signature.sigma`),
-:mod:`~mindscape.memory.signature.conditioning` (s(σ,u), the α gate, the per-query plan) and
+:mod:`~mindscape.memory.signature.conditioning` (s(σ,u), the α gate; ``condition`` scores every
+layer a query reads, once, and the retriever never calls back into it) and
 :mod:`~mindscape.memory.retrieval.late_fusion` (MoM) and :mod:`~mindscape.memory.retrieval.raptor_collapse`
 (RAPTOR's collapsed tree over the hits of every layer). The settings a retriever takes,
 :class:`SignatureParams` and :class:`RetrievalSettings`, live in the leaf
@@ -39,27 +40,22 @@ from cachetools import LRUCache
 from langchain_core.embeddings import Embeddings
 
 from mindscape.embeddings import embedder_id, encode_query
-from mindscape.memory.retrieval.late_fusion import late_fusion
+from mindscape.memory.retrieval.late_fusion import fusion_layers, late_fusion
 from mindscape.memory.retrieval.ranking import pack_budget
-from mindscape.memory.retrieval.scope import Scope, top_rows
+from mindscape.memory.scope import Scope
+from mindscape.memory.scoring import top_rows
 from mindscape.memory.settings import (
     CHUNK_MODES,
     SIGNATURE_MODES,
     Activation,
     RetrievalSettings,
     SignatureParams,
-    chunk_ranking,
 )
 from mindscape.memory.signature.activation import activate
-from mindscape.memory.signature.conditioning import (
-    QueryPlan,
-    gated_alpha,
-    layer_scores,
-    resolve_signature,
-)
+from mindscape.memory.signature.conditioning import Conditioned, condition
 from mindscape.memory.signature.select import select_signature
 from mindscape.memory.store import MemoryStore
-from mindscape.memory.types import LAYERS, Hit, Layer, SignatureUnit
+from mindscape.memory.types import LAYERS, Hit, Layer, SignatureUnit, Unit
 from mindscape.tokens import TokenCounter, default_counter
 
 __all__ = [
@@ -189,51 +185,37 @@ class Retriever:
         )
 
     # -- σ-conditioned retrieval ------------------------------------------------------------
-    def plan(
+    def _condition(
         self,
         query: str,
         signature: list[SignatureUnit] | None,
-        doc_ids: set[str] | None,
+        sc: Scope,
         settings: RetrievalSettings,
-    ) -> QueryPlan:
-        """Everything one query's retrieval needs, resolved once (see :class:`QueryPlan`)."""
-        sc = self.scope(doc_ids)
+        layers: list[Layer],
+    ) -> Conditioned:
+        """The query conditioned on σ in `sc`, each layer it reads scored once (see
+        :func:`~mindscape.memory.signature.conditioning.condition`); late fusion's layers join
+        the veridical one when it ranks the chunks."""
+        if "veridical" in layers and settings.chunk_mode == "late-fusion":
+            layers = layers + [la for la in fusion_layers(settings) if la not in layers]
         qv = self.embed_query(query)
-        sa = (
-            resolve_signature(
-                sc,
-                signature,
-                embed=self.embed_query if settings.signature_mode == "joined" else None,
-                graded=settings.window_weights == "gain",
-            )
-            if signature
-            else None
-        )
-        alpha = gated_alpha(sc, query, qv, sa, settings)
-        return QueryPlan(sc, query, qv, sa, alpha, settings)
+        return condition(sc, query, qv, signature, settings, layers, embed=self.embed_query)
 
-    def _hit(self, u: Any, s_q: float, s_sig: float, score: float, **meta: Any) -> Hit:
+    def _hit(self, u: Unit, s_q: float, s_sig: float, score: float, **meta: Any) -> Hit:
+        tokens = self._tokens_of(u.id, u.text)
+        extra = {**u.meta, "kind": u.kind, "order": u.order, "level": u.level, **meta}
         return Hit(
-            layer=u.layer,
-            unit_id=u.id,
-            doc_id=u.doc_id,
-            chunk_ids=list(u.chunk_ids),
-            text=u.text,
-            score_query=s_q,
-            score_signature=s_sig,
-            score=score,
-            tokens=self._tokens_of(u.id, u.text),
-            meta={**u.meta, "kind": u.kind, "order": u.order, "level": u.level, **meta},
+            u, score_query=s_q, score_signature=s_sig, score=score, tokens=tokens, meta=extra
         )
 
     def _ranked(
-        self, plan: QueryPlan, layer: Layer, n: int, exclude: set[str] | frozenset[str]
+        self, cond: Conditioned, layer: Layer, n: int, exclude: set[str] | frozenset[str]
     ) -> list[Hit]:
         """The n best units of a layer under the conditioned score, minus `exclude`; each hit
         records its rank and the plan's α in its meta."""
+        plan = cond.plan
         view = plan.scope.views[layer]
-        st = plan.settings
-        if layer == "veridical" and st.chunk_mode == "late-fusion":
+        if layer == "veridical" and plan.settings.chunk_mode == "late-fusion":
             units = plan.scope.chunks.units
             return [
                 self._hit(
@@ -245,10 +227,9 @@ class Retriever:
                     fused_from=f.fused_from,
                     alpha=plan.alpha,
                 )
-                for i, f in enumerate(late_fusion(plan, n, exclude))
+                for i, f in enumerate(late_fusion(cond, n, exclude))
             ]
-        hybrid = chunk_ranking(st.chunk_mode, len(plan.scope.docs)) == "hybrid"
-        s_q, s_sig, fused = layer_scores(plan, layer, hybrid=hybrid)
+        s_q, s_sig, fused = cond.scores[layer]
         if exclude:
             gone = [view.row_of[i] for i in exclude if i in view.row_of]
             if gone:
@@ -286,14 +267,16 @@ class Retriever:
         layer's budget (a unit too large is skipped, a later smaller one may still fit).
         """
         st = settings or self.settings
-        plan = self.plan(query, signature, doc_ids, st)
+        sc = self.scope(doc_ids)
+        read = [la for la in LAYERS if int(st.budgets.get(la, 0)) > 0 and len(sc.views[la])]
+        cond = self._condition(query, signature, sc, st, read)
         out: dict[Layer, list[Hit]] = {}
         for layer in LAYERS:
-            budget = int(st.budgets.get(layer, 0))
-            if budget <= 0 or not len(plan.scope.views[layer]):
+            if layer not in read:
                 out[layer] = []
                 continue
-            ranked = self._ranked(plan, layer, st.top_n, exclude)
+            budget = int(st.budgets[layer])
+            ranked = self._ranked(cond, layer, st.top_n, exclude)
             packed = pack_budget(ranked, lambda h: h.tokens, budget)
             if st.narrative_order and layer in ("veridical", "episodic"):
                 packed.sort(key=lambda h: (h.doc_id, h.meta.get("order", 0)))
@@ -310,7 +293,8 @@ class Retriever:
         k: int = 20,
     ) -> list[Hit]:
         """The top-k chunks under the conditioned score, unpacked (for Recall@k benchmarks)."""
-        if not self.scope(doc_ids).n_chunks:
+        sc = self.scope(doc_ids)
+        if not sc.n_chunks:
             return []
-        plan = self.plan(query, signature, doc_ids, settings or self.settings)
-        return self._ranked(plan, "veridical", k, frozenset())
+        cond = self._condition(query, signature, sc, settings or self.settings, ["veridical"])
+        return self._ranked(cond, "veridical", k, frozenset())

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mindscape.memory.retrieval.ranking import hybrid_scores
-from mindscape.memory.retrieval.scope import Scope, top_rows
+from mindscape.memory.scope import Scope
+from mindscape.memory.scoring import hybrid_scores, top_rows
 from mindscape.memory.settings import SignatureParams
 
 

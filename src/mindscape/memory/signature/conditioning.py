@@ -9,18 +9,21 @@
   rank-weighted activation that lies in the signature's main document (1 in a single book).
 * :func:`layer_scores` gives (query, signature, fused) scores of a layer for a
   :class:`QueryPlan`: everything one query needs, resolved once per query.
+* :func:`condition` is the one call a query's retrieval makes here: it resolves the plan and
+  scores every layer asked for, once; the retriever and MoM's late fusion read the result
+  (:class:`Conditioned`) and never call back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from mindscape.memory.retrieval.ranking import hybrid_scores
-from mindscape.memory.retrieval.scope import Scope
-from mindscape.memory.settings import RetrievalSettings
+from mindscape.memory.scope import Scope
+from mindscape.memory.scoring import hybrid_scores
+from mindscape.memory.settings import RetrievalSettings, chunk_ranking
 from mindscape.memory.signature import sigma as sig
 from mindscape.memory.signature.activation import activate
 from mindscape.memory.types import Layer, SignatureUnit
@@ -55,6 +58,50 @@ class QueryPlan:
     sig: SignatureArrays | None
     alpha: float
     settings: RetrievalSettings
+
+
+LayerScores = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""(query score, signature score, fused score) of every unit of a layer."""
+
+
+@dataclass
+class Conditioned:
+    """One query conditioned on σ, scored once: its plan and the scores of each layer asked for."""
+
+    plan: QueryPlan
+    scores: dict[Layer, LayerScores]
+    """Per layer, :func:`layer_scores` of the plan (the veridical layer hybrid where the
+    settings' chunk ranking is)."""
+
+
+def condition(
+    scope: Scope,
+    query: str,
+    qvec: np.ndarray,
+    signature: Sequence[SignatureUnit] | None,
+    settings: RetrievalSettings,
+    layers: Iterable[Layer],
+    *,
+    embed: Callable[[str], np.ndarray],
+) -> Conditioned:
+    """Resolve one query's plan (σ's arrays, the gated α) and score each of `layers` once.
+
+    `embed` embeds the joined signature text (called in the ``joined`` mode only)."""
+    sa = (
+        resolve_signature(
+            scope,
+            signature,
+            embed=embed if settings.signature_mode == "joined" else None,
+            graded=settings.window_weights == "gain",
+        )
+        if signature
+        else None
+    )
+    plan = QueryPlan(
+        scope, query, qvec, sa, gated_alpha(scope, query, qvec, sa, settings), settings
+    )
+    hybrid = chunk_ranking(settings.chunk_mode, len(scope.docs)) == "hybrid"
+    return Conditioned(plan, {layer: layer_scores(plan, layer, hybrid=hybrid) for layer in layers})
 
 
 def resolve_signature(
@@ -156,15 +203,13 @@ def gated_alpha(
     return float(settings.alpha * conf**settings.gate_power)
 
 
-def layer_scores(
-    plan: QueryPlan, layer: Layer, *, hybrid: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def layer_scores(plan: QueryPlan, layer: Layer, *, hybrid: bool) -> LayerScores:
     """(query score, signature score, fused score) of every unit of a layer.
 
     The query score is the dense cosine, or in hybrid mode on the veridical layer the min-max
     fusion of dense and BM25; the fused score is ``(1-α)·query + α·signature``. A chunk's
     dense cosine reads its document's context as ``settings.doc_context`` says
-    (:meth:`~mindscape.memory.retrieval.scope.Scope.chunk_dense`).
+    (:meth:`~mindscape.memory.scope.Scope.chunk_dense`).
     """
     view = plan.scope.views[layer]
     if not len(view):

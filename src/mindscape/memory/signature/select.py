@@ -1,7 +1,7 @@
 """Choosing the MiA signature σ over an index: coverage-aware greedy or First-K.
 
 The math (the objective, its greedy maximisation, First-K) is :mod:`mindscape.memory.signature.sigma`;
-this module runs it over a :class:`~mindscape.memory.retrieval.scope.Scope`: the candidate sessions are
+this module runs it over a :class:`~mindscape.memory.scope.Scope`: the candidate sessions are
 the sessions of the query's K0 activation chunks, in the order their best chunk ranks, and
 relevance, match and redundancy come from the index's vectors (nothing is embedded here).
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from mindscape.memory.retrieval.scope import Scope
+from mindscape.memory.scope import Scope
 from mindscape.memory.settings import SignatureParams
 from mindscape.memory.signature import sigma as sig
 from mindscape.memory.signature.activation import activate

@@ -22,12 +22,12 @@ import numpy as np
 from cachetools import LRUCache
 
 from mindscape.memory.embed_cache import EMB_NS, in_context, text_key
-from mindscape.memory.retrieval.ranking import BM25Index
+from mindscape.memory.scoring import BM25Index
 from mindscape.memory.settings import DOC_CONTEXT, DOC_CONTEXTS
 from mindscape.memory.store import LayerView, MemoryStore
 from mindscape.memory.types import LAYERS, Layer
 
-__all__ = ["DOC_CONTEXT", "DOC_CONTEXTS", "Scope", "top_rows"]
+__all__ = ["DOC_CONTEXT", "DOC_CONTEXTS", "Scope"]
 
 
 class Scope:
@@ -160,17 +160,3 @@ def _context_vecs(
     for i, v in found:
         out[i] = v
     return out, len(found)
-
-
-def top_rows(scores: np.ndarray, n: int) -> np.ndarray:
-    """Indices of the n best scores, best first; ties go to the lower index (deterministic)."""
-    total = len(scores)
-    if n <= 0 or total == 0:
-        return np.zeros(0, dtype=np.int64)
-    if n < total:
-        kth = np.partition(scores, total - n)[total - n]
-        idx = np.flatnonzero(scores >= kth)
-    else:
-        idx = np.arange(total)
-    order = np.lexsort((idx, -scores[idx]))
-    return np.asarray(idx[order][:n])
