@@ -1,7 +1,7 @@
 """Serving the graphs on loopback: ``langgraph dev`` on a free port, and the chat page beside it.
 
 Used by ``mindscape ui`` (``make ui``), the browser and Studio tests and
-``benchmarks/chat_load.py``, so that each starts the server the same way: from the repository
+``benchmarks/speed/chat_load.py``, so that each starts the server the same way: from the repository
 root (the graph paths in ``langgraph.json`` are relative to it), without a browser or reload,
 with tracing and analytics off, waiting until ``/ok`` answers.
 """

@@ -1,7 +1,7 @@
 """The local reader's LoRA adapter: where it is, whether it fits the model, whether to use it.
 
 The adapter (``adapter.gguf``, llama.cpp's LoRA format) is trained on FairytaleQA train by
-``make reader-adapter`` (:mod:`mindscape.models.lora`, ``benchmarks/reader_adapter.py``) and
+``make reader-adapter`` (:mod:`mindscape.models.lora`, ``benchmarks/reader/adapter.py``) and
 ships in ``mindscape/data/reader_adapter`` with a sha256 manifest that also names the sha256
 of the model it was trained on. llama.cpp loads it beside the model file
 (``--lora_path``, :func:`mindscape.models.server.llama_server_args`).

@@ -5,7 +5,7 @@ The reader's weights are the GGUF file llama.cpp serves. transformers reads that
 trains them on the CPU with the loss on the answer tokens only:
 
 * **examples** are ``(system, user, answer)`` triples in the exact prompt the pipeline's
-  reader sends (``benchmarks/reader_adapter.py`` builds them from ``../shared/train``);
+  reader sends (``benchmarks/reader/adapter.py`` builds them from ``../shared/train``);
   :func:`encode` renders them with the model's own chat template, so training reads the
   tokens llama.cpp reads;
 * **order** is fixed: the examples are shuffled once with the run's seed and read once each,

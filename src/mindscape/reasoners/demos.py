@@ -6,7 +6,7 @@ shown three worked examples of short answers taken from the passage, it answers 
 style. The examples sit in the system message, so the prompt's prefix is the same for every
 question and llama.cpp reuses its cached state: they cost input tokens, not seconds.
 
-``benchmarks/make_demos.py`` writes ``data/reader/demos.json`` by a fixed rule (one example
+``benchmarks/reader/demos.py`` writes ``data/reader/demos.json`` by a fixed rule (one example
 per commonest question type, drawn with a fixed seed); the dev figures that chose this
 reader are in docs/results.md ("The reader").
 """
@@ -47,7 +47,7 @@ def load_demos(path: Path = DEMOS_FILE) -> tuple[Demo, ...]:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise MindscapeError(
             f"the reader's worked examples cannot be read from {path} ({exc}); "
-            "run `python benchmarks/make_demos.py` to write them"
+            "run `python benchmarks/reader/demos.py` to write them"
         ) from exc
 
 

@@ -15,7 +15,7 @@ reader draws over its cached prompt):
 
 A logistic regression over these, trained on the local model's own answers to FairytaleQA
 train questions, reading either a gold section or another section of the same story
-(``benchmarks/train_verifier.py``; ``make verifier``), gives P(the answer's token F1 ≥ 0.5).
+(``benchmarks/reader/train_verifier.py``; ``make verifier``), gives P(the answer's token F1 ≥ 0.5).
 It is stored as plain JSON (the scaler's means and scales, the coefficients), so it loads the
 same under any scikit-learn version or none; the model card is ``data/verifier/README.md``.
 """
