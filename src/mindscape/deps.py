@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mindscape.context import LLM_ROLES, LOCAL_LLM_ROLES
 from mindscape.errors import ModelError, StoreError
 from mindscape.llm import LLMSettings, Usage, resolve_backend
 from mindscape.run import (
@@ -88,8 +89,6 @@ def choose_backend(run: str, settings: LLMSettings | None, *, chat: bool = False
 def run_roles(llm_roles: list[str] | None, *, local: bool) -> list[str]:
     """The roles the LLM plays: ``Context.llm_roles``, else every role (answer and update
     with the local model)."""
-    from mindscape.reasoners.base import LLM_ROLES, LOCAL_LLM_ROLES
-
     if llm_roles is not None:
         return list(llm_roles)
     return list(LOCAL_LLM_ROLES if local else LLM_ROLES)

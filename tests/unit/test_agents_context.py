@@ -298,8 +298,8 @@ def test_an_injected_chat_model_without_local_settings_is_not_capped(
 ) -> None:
     """The cap and the roles follow the same rule: an injected chat model is the local model
     only when the deps' settings say so, whatever the environment names."""
+    from mindscape.context import LLM_ROLES
     from mindscape.deps import Deps
-    from mindscape.reasoners.base import LLM_ROLES
     from tests.fakes import FakeRetriever, ScriptedChatModel
 
     monkeypatch.setenv("MINDSCAPE_LLM_BACKEND", "local")
@@ -313,9 +313,9 @@ def test_an_injected_chat_model_without_local_settings_is_not_capped(
 def test_one_rule_chooses_what_answers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """`choose_backend` decides from the run's backend, the LLM settings and an injected chat
     model; `extractive` resolves nothing, `llm` asks for the model even when none resolves."""
+    from mindscape.context import LLM_ROLES, LOCAL_LLM_ROLES
     from mindscape.deps import choose_backend, run_roles, token_budget
     from mindscape.llm import LLMSettings
-    from mindscape.reasoners.base import LLM_ROLES, LOCAL_LLM_ROLES
 
     monkeypatch.setenv("MINDSCAPE_CACHE", str(tmp_path))  # no local model installed here
     monkeypatch.delenv("MINDSCAPE_LOCAL_MODEL", raising=False)

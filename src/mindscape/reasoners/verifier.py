@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from mindscape.answers import token_f1
 from mindscape.errors import MindscapeError
 from mindscape.reasoners.grounding import related
 from mindscape.reasoners.text import content_words, wh_word
@@ -61,8 +62,6 @@ def _share(words: set[str], text: str) -> float:
 
 
 def _f1(a: str, b: str) -> float:
-    from mindscape.eval.metrics import token_f1
-
     return token_f1(a, [b])
 
 
