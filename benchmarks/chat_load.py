@@ -28,7 +28,7 @@ from typing import Any
 
 from common import percentiles
 
-from mindscape.serve import ServeError, start_langgraph_dev, stop
+from mindscape.serve.dev import ServeError, start_langgraph_dev, stop
 
 REPO = Path(__file__).resolve().parents[1]
 

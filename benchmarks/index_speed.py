@@ -58,7 +58,7 @@ def main() -> None:
     bench = Path(args.bench)
 
     from mindscape.embeddings import encode, load_embedder
-    from mindscape.memory.build.indexer import Indexer
+    from mindscape.indexing.indexer import Indexer
     from mindscape.memory.store import MemoryStore
     from mindscape.memory.types import LAYERS
 

@@ -395,8 +395,8 @@ def test_a_store_indexed_by_an_llm_is_its_own_and_holds_its_summaries(tmp_path, 
     import sys
     from pathlib import Path
 
+    from mindscape.indexing.indexer import IndexConfig
     from mindscape.llm import LLM, LLMSettings
-    from mindscape.memory.build.indexer import IndexConfig
     from tests.fakes import HashingEmbedder, ScriptedChatModel
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))

@@ -8,7 +8,7 @@ signature, LLM calls, tokens and fallbacks, the backend that answered, the decis
 round by round, the books the question touched and the answer's quote: :mod:`mindscape.trace`).
 When the ``auto`` backend fell back to the extractive reasoner, one line on stderr says why,
 ``--quiet`` or not. `--map FILE` draws that
-trace as a map (SVG, PNG or HTML: :mod:`mindscape.reading_map`). On a terminal, `ask` shows
+trace as a map (SVG, PNG or HTML: :mod:`mindscape.trace.reading_map`). On a terminal, `ask` shows
 the step it is in (retrieving, reading round N, refining) on stderr as it goes; `--stream`
 shows the agent's progress events instead (on stderr; with `--json`, as JSON lines on stdout
 before the result).
@@ -247,11 +247,11 @@ def run(args: argparse.Namespace) -> int:
         mindscape ask "Who finds the glass slipper?" --store runs/book --no-warm
         mindscape ask "Who finds the glass slipper?" --store runs/book --map map.html
     """
-    from mindscape.warm.client import answer
+    from mindscape.serve.warm.client import answer
 
     try:
         if args.map:
-            from mindscape.reading_map import check_format
+            from mindscape.trace.reading_map import check_format
 
             check_format(args.map)
         out = answer(args, _ask)  # the warm process's answer, else this process's
@@ -264,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
         (json.dumps(result_json(out), ensure_ascii=False) if args.json else render_text(out)) + "\n"
     )
     if args.map:
-        from mindscape.reading_map import write_map
+        from mindscape.trace.reading_map import write_map
 
         try:
             written = write_map(result_json(out), args.map)
@@ -332,7 +332,7 @@ def _ask(
     if args.thread:
         if args.stream:
             raise ValueError("--thread and --stream: choose one")
-        from mindscape.threads import ask_on_thread, checkpointer
+        from mindscape.graphs.threads import ask_on_thread, checkpointer
 
         with checkpointer(args.store) as saver:
             app = build_qa_graph(deps).compile(checkpointer=saver)

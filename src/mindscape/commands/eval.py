@@ -236,8 +236,8 @@ def _print_headlines(groups: list) -> None:
 
 def _estimate(settings: EvalSettings, choice: BackendChoice, *, as_json: bool) -> int:
     """`eval --estimate`: per preset, the least and the most the answers would cost."""
-    from mindscape.estimate import Cost, eval_cost
     from mindscape.eval.runner import split_questions
+    from mindscape.indexing.estimate import Cost, eval_cost
 
     qs = split_questions(settings)
     asked = [(q.question, q.options) for q in qs]

@@ -1,4 +1,4 @@
-"""`mindscape mcp`: the store's books as MCP tools over stdio (:mod:`mindscape.mcp_server`).
+"""`mindscape mcp`: the store's books as MCP tools over stdio (:mod:`mindscape.serve.mcp`).
 
     mindscape mcp --store DIR [--preset NAME] [--llm ...] [--no-warm] [--quiet]
 
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         mindscape mcp --store runs/book --preset naive --llm extractive
         mindscape mcp --store runs/library --no-warm --quiet
     """
-    from mindscape.mcp_server import BookTools, serve
+    from mindscape.serve.mcp import BookTools, serve
 
     log = logging.getLogger("mindscape")
     if not log.handlers:

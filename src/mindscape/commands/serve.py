@@ -1,4 +1,4 @@
-"""`mindscape serve`: the warm process that answers `mindscape ask` (:mod:`mindscape.warm`).
+"""`mindscape serve`: the warm process that answers `mindscape ask` (:mod:`mindscape.serve.warm`).
 
     mindscape serve [--idle-minutes N]     # in the foreground, until Ctrl-C or idle
     mindscape serve --status [--json]      # is one running? what does it hold?
@@ -21,7 +21,7 @@ from mindscape.commands.common import add_command, add_quiet_option, say
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register `serve` on the CLI's subparsers."""
-    from mindscape.warm.common import DEFAULT_IDLE_MINUTES, ENV_IDLE
+    from mindscape.serve.warm.common import DEFAULT_IDLE_MINUTES, ENV_IDLE
 
     p = add_command(sub, "serve", run)
     what = p.add_mutually_exclusive_group()
@@ -60,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
         mindscape serve --status --json
         mindscape serve --stop
     """
-    from mindscape.warm import client
-    from mindscape.warm.common import WarmUnavailable, idle_minutes
+    from mindscape.serve.warm import client
+    from mindscape.serve.warm.common import WarmUnavailable, idle_minutes
 
     try:
         if args.status:
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
             pid = client.stop()
             say(args, f"stopped the warm process (pid {pid})" if pid else "no warm process ran")
             return 0
-        from mindscape.warm.server import serve
+        from mindscape.serve.warm.server import serve
 
         serve(args.idle_minutes if args.idle_minutes is not None else idle_minutes(), args.quiet)
     except WarmUnavailable as exc:

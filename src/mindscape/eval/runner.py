@@ -91,7 +91,7 @@ def pooled(settings: EvalSettings, docs: list[BenchDocument]) -> EvalSettings:
 def build_stores(settings: EvalSettings, docs: list[BenchDocument], embedder: Any = None) -> None:
     """Index every document (cached: unchanged documents are skipped)."""
     from mindscape.embeddings import load_embedder
-    from mindscape.memory.build.indexer import Indexer
+    from mindscape.indexing.indexer import Indexer
     from mindscape.memory.store import MemoryStore
 
     embedder = embedder or load_embedder()
