@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         mindscape mcp --store runs/book --preset naive --llm extractive
         mindscape mcp --store runs/library --no-warm --quiet
     """
+    from mindscape.commands.ask import answer_here, parse_options
     from mindscape.serve.mcp import BookTools, serve
 
     log = logging.getLogger("mindscape")
@@ -69,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
     serve(
         BookTools(
             store=args.store,
+            answer_here=answer_here,
+            parse_ask=parse_options,
             llm=args.llm,
             model=args.model,
             base_url=args.base_url,

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from mindscape.memory.store import MemoryStore
 
 __all__ = [
+    "tool_call",
     "ASK",
     "FIND_PASSAGES",
     "INSTRUCTIONS",
@@ -147,6 +148,11 @@ class BookTools:
     MindscapeError or ValueError for a call it cannot answer)."""
 
     store: str
+    answer_here: Callable[[argparse.Namespace, Progress | None], dict[str, Any]]
+    """How ``ask``'s options are answered in this process (``ask``'s
+    :func:`~mindscape.commands.ask.answer_here`: its caller hands it over)."""
+    parse_ask: Callable[[list[str]], argparse.Namespace]
+    """``ask``'s options from its command line (:func:`~mindscape.commands.ask.parse_options`)."""
     llm: str | None = None
     model: str | None = None
     base_url: str | None = None
@@ -289,9 +295,7 @@ class BookTools:
 
     def ask_args(self, question: str, books: list[str], preset: str | None) -> argparse.Namespace:
         """``mindscape ask``'s options for the question (what the warm process takes)."""
-        from mindscape.cli import build_parser
-
-        argv = ["ask", "--store", self.store, "--quiet"]
+        argv = ["--store", self.store, "--quiet"]
         for book in books:
             argv += ["--doc", book]
         for flag, value in (
@@ -304,11 +308,10 @@ class BookTools:
         ):
             if value:
                 argv += [flag, value]
-        return build_parser().parse_args([*argv, "--", question])
+        return self.parse_ask([*argv, "--", question])
 
     def _answer(self, args: argparse.Namespace, progress: Progress | None) -> dict[str, Any]:
         """The QA output: from the warm process when one runs, else from this process."""
-        from mindscape.commands.ask import _ask
         from mindscape.serve.warm import client
         from mindscape.serve.warm.common import WarmUnavailable, enabled
 
@@ -318,7 +321,7 @@ class BookTools:
                 return client.ask(streamed, start=False, show=_ProgressLines(progress))
             except WarmUnavailable as exc:
                 logger.info("mindscape mcp: %s; answering in this process", exc)
-        return _ask(args, progress)
+        return self.answer_here(args, progress)
 
 
 class _ProgressLines:
@@ -350,6 +353,17 @@ def _chunk_number(unit_id: str) -> int:
 # --------------------------------------------------------------------------- the server
 
 
+async def tool_call(work: Callable[[], Any]) -> Any:
+    """`work` in a worker thread; its failure as one line (ToolError)."""
+    try:
+        return await anyio.to_thread.run_sync(work)
+    except (MindscapeError, ValueError) as exc:
+        raise ToolError(one_line(exc)) from exc
+    except Exception as exc:  # noqa: BLE001 - the server answers the next call all the same
+        logger.exception("mindscape mcp: a call failed")
+        raise ToolError(f"{type(exc).__name__}: {one_line(exc)}") from exc
+
+
 def build_server(library: BookTools, log_level: LogLevel = "WARNING") -> FastMCP:
     """The FastMCP server with the three tools over `library` (the SDK's own log at
     `log_level`, on stderr)."""
@@ -358,19 +372,9 @@ def build_server(library: BookTools, log_level: LogLevel = "WARNING") -> FastMCP
         handler.setLevel(log_level)
     reading = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
 
-    async def call(work: Callable[[], Any]) -> Any:
-        """`work` in a worker thread; its failure as one line (ToolError)."""
-        try:
-            return await anyio.to_thread.run_sync(work)
-        except (MindscapeError, ValueError) as exc:
-            raise ToolError(one_line(exc)) from exc
-        except Exception as exc:  # noqa: BLE001 - the server answers the next call all the same
-            logger.exception("mindscape mcp: a call failed")
-            raise ToolError(f"{type(exc).__name__}: {one_line(exc)}") from exc
-
     @server.tool(name="list_books", description=LIST_BOOKS, annotations=reading)
     async def list_books() -> BookList:
-        return await call(library.list_books)
+        return await tool_call(library.list_books)
 
     @server.tool(name="find_passages", description=FIND_PASSAGES, annotations=reading)
     async def find_passages(
@@ -381,7 +385,7 @@ def build_server(library: BookTools, log_level: LogLevel = "WARNING") -> FastMCP
         ] = None,
         k: Annotated[int, Field(description="How many passages (1 to 10).")] = 5,
     ) -> Passages:
-        return await call(lambda: library.find_passages(question, books, k))
+        return await tool_call(lambda: library.find_passages(question, books, k))
 
     @server.tool(name="ask", description=ASK, annotations=reading)
     async def ask(
@@ -409,7 +413,7 @@ def build_server(library: BookTools, log_level: LogLevel = "WARNING") -> FastMCP
                 steps[0] += 1
                 anyio.from_thread.run(ctx.report_progress, float(steps[0]), None, step)
 
-        return await call(lambda: library.ask(question, books, preset, progress))
+        return await tool_call(lambda: library.ask(question, books, preset, progress))
 
     return server
 

@@ -1,7 +1,7 @@
 """The warm process seen from the command line: ``ask`` through it, ``--status``, ``--stop``.
 
 :func:`answer` is what ``mindscape ask`` calls. It asks the warm process when one runs, and
-starts one when none does (detached: ``python -m mindscape.serve.warm``, which is ``mindscape
+starts one when none does (detached: ``python -m mindscape.commands.serve``, which is ``mindscape
 serve``; its output goes to ``warm.log``). When the warm process cannot answer, this process
 answers after one line saying why: it died, does not answer within :data:`HELLO_S`, goes
 silent for :data:`SILENCE_S` mid-answer, runs another version or other settings, or failed on
@@ -205,7 +205,7 @@ def _start(llm: str | None) -> tuple[socket.socket, int | str]:
     with path(LOG).open("ab") as log:
         child = subprocess.Popen(
             # `mindscape serve`, started sooner; --llm: the backend to have ready
-            [sys.executable, "-m", "mindscape.serve.warm", *(["--llm", llm] if llm else [])],
+            [sys.executable, "-m", "mindscape.commands.serve", *(["--llm", llm] if llm else [])],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,

@@ -7,7 +7,8 @@ at a time, under one lock: the local model answers one request at a time anyway,
 the process-wide working directory, ``sys.stdout`` and ``sys.stderr`` free to be the
 caller's while its question runs.
 
-A question runs exactly as in ``ask``'s own process: the same ``_ask`` function on the same
+A question runs exactly as in ``ask``'s own process: the same function (``ask``'s
+:func:`~mindscape.commands.ask.answer_here`, which its caller hands :func:`serve`) on the same
 options (the ``argparse`` namespace sent as JSON), from the caller's working directory, with
 what it prints and logs sent back to the caller. What makes the second question cheap is
 what that function leaves in this process's caches: the embedder
@@ -58,11 +59,11 @@ from mindscape.serve.warm.common import (
 )
 
 __all__ = [
+    "Answer",
     "BEAT_S",
     "CHECK_S",
     "REQUEST_S",
     "WarmServer",
-    "ask_in_this_process",
     "caller_context",
     "model_stamps",
     "peer",
@@ -72,20 +73,15 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+Answer = Callable[[argparse.Namespace], Any]
+"""What answers one question: ``ask``'s options in, the QA output (a dict) out."""
+
 CHECK_S = 2.0
 """How often the watcher looks at the idle time, the sources and the model files."""
 BEAT_S = 1.0
 """How often a waiting caller hears ``{"wait": 1}``."""
 REQUEST_S = 10.0
 """How long a connection may take to send its request."""
-
-
-def ask_in_this_process(args: argparse.Namespace) -> dict[str, Any]:
-    """What a question costs here: ``ask``'s own function (the import is deferred so that the
-    server starts without the QA graph)."""
-    from mindscape.commands.ask import _ask
-
-    return _ask(args)
 
 
 def model_stamps() -> dict[str, tuple[int, int] | None]:
@@ -114,13 +110,13 @@ def rss_mb(pid: int) -> float | None:
 
 class WarmServer:
     """The warm process. :meth:`run` serves until it stops; `answer` answers one question
-    (``ask``'s own function by default; tests pass a fake)."""
+    (``ask``'s own function; tests pass a fake)."""
 
     def __init__(
         self,
         *,
         idle_minutes: float,
-        answer: Callable[[argparse.Namespace], dict[str, Any]] = ask_in_this_process,
+        answer: Answer,
         preload: bool = True,
         llm: str | None = None,
     ) -> None:
@@ -477,8 +473,9 @@ def caller_context(reply: _Reply, cwd: str, tty: list[Any]) -> Iterator[None]:
         os.chdir(home)
 
 
-def serve(idle_minutes: float, quiet: bool = False, llm: str | None = None) -> None:
-    """Run the warm process in this process until it stops (``mindscape serve``); its own
+def serve(idle_minutes: float, answer: Answer, quiet: bool = False, llm: str | None = None) -> None:
+    """Run the warm process in this process until it stops (``mindscape serve``), answering
+    with `answer` (``ask``'s :func:`~mindscape.commands.ask.answer_here`); its own
     lines (start, stop and why) go to stderr unless `quiet`. The warnings of a question go
     to its caller, which shows them unless its ``ask`` is quiet. `llm` is the backend to have
     ready (None: the environment's)."""
@@ -490,7 +487,7 @@ def serve(idle_minutes: float, quiet: bool = False, llm: str | None = None) -> N
         log.propagate = False
     log.setLevel(logging.WARNING if quiet else logging.INFO)
     logging.getLogger("mindscape").setLevel(logging.WARNING)  # the callers' --quiet decides
-    WarmServer(idle_minutes=idle_minutes, llm=llm).run()
+    WarmServer(idle_minutes=idle_minutes, answer=answer, llm=llm).run()
     served = sys.modules.get("mindscape.models.server")
     if served is not None:
         served.stop_all()  # the local model's server goes with this process (atexit would too)
