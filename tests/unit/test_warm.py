@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from mindscape.errors import MindscapeError, StoreError
-from mindscape.serve.warm import client, common, server
+from mindscape.serve.warm import caller, client, common, server
 from mindscape.serve.warm.server import WarmServer
 
 
@@ -238,7 +238,7 @@ def test_a_warm_process_silent_mid_answer_counts_as_hung(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(client, "SILENCE_S", 0.3)
-    monkeypatch.setattr(server, "BEAT_S", 30)  # no beats: as if the process had frozen
+    monkeypatch.setattr(caller, "BEAT_S", 30)  # no beats: as if the process had frozen
     release = threading.Event()
     warm(lambda ns: release.wait(10) and {"answer": "late"})
     try:

@@ -180,8 +180,16 @@ def draw(view: MapView) -> Any:
         _books_bar(top, view)
     else:
         ax = fig.subplots()
+    _sessions_strip(ax, view)
+    _round_marks(ax, view, rounds)
+    _quote_pin(ax, view)
+    _axes(ax, view, rounds)
+    return fig
+
+
+def _sessions_strip(ax: Any, view: MapView) -> None:
+    """The book's sessions as a heat strip (the signature's outlined) with chapter labels."""
     book = view.book
-    n = max(int(book["chunks"]), 1)
     cmap = _heat_cmap()
     sessions = list(book.get("sessions") or [])
     for outlined in (False, True):
@@ -206,6 +214,10 @@ def draw(view: MapView) -> Any:
         )
     for c in labels[::every]:
         ax.text(int(c["chunk"]), 1.05, _clip(str(c["label"]), 24), fontsize=7, rotation=30)
+
+
+def _round_marks(ax: Any, view: MapView, rounds: int) -> None:
+    """Each round's passages read: a row of numbered marks over their chunk runs."""
     for r in range(1, rounds + 1):
         marks = [m for m in view.marks if m.round == r]
         if not marks:
@@ -219,13 +231,22 @@ def draw(view: MapView) -> Any:
         dots.set_gid(f"marks-r{r}")
         number = ax.scatter(xs, [y] * len(xs), s=28, marker=_digits(r), color="white", zorder=7)
         number.set_gid(f"numbers-r{r}")
+
+
+def _quote_pin(ax: Any, view: MapView) -> None:
+    """The pin over the chunk that holds the answer's quote (none when its place is unknown)."""
     q = view.quote
     if q and q.get("chunk") is not None:
         x = int(q["chunk"]) + 0.5
         ax.plot([x, x], [1.0, 1.45], color="#a32020", linewidth=1.5, zorder=8)
         pin = ax.scatter([x], [1.5], marker="v", s=140, color="#a32020", zorder=9)
         pin.set_gid("pin")
-    ax.set_xlim(0, n)
+
+
+def _axes(ax: Any, view: MapView, rounds: int) -> None:
+    """The strip's limits, row labels, the book's name and the answer as the title."""
+    book = view.book
+    ax.set_xlim(0, max(int(book["chunks"]), 1))
     ax.set_ylim(-0.45 * rounds - 0.4, 2.1)
     ax.set_yticks([-0.45 * r for r in range(1, rounds + 1)] + [0.5])
     ax.set_yticklabels([f"round {r}" for r in range(1, rounds + 1)] + ["sessions"], fontsize=8)
@@ -239,7 +260,6 @@ def draw(view: MapView) -> Any:
         fontsize=8,
         loc="left",
     )
-    return fig
 
 
 def _books_bar(ax: Any, view: MapView) -> None:

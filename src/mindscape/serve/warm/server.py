@@ -24,9 +24,7 @@ one it opened and reads a store indexed again afresh.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import fcntl
-import io
 import json
 import logging
 import os
@@ -37,11 +35,12 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mindscape.errors import MindscapeError
+from mindscape.serve.warm.caller import Reply, caller_context
 from mindscape.serve.warm.common import (
     INFO,
     LOCK,
@@ -60,11 +59,9 @@ from mindscape.serve.warm.common import (
 
 __all__ = [
     "Answer",
-    "BEAT_S",
     "CHECK_S",
     "REQUEST_S",
     "WarmServer",
-    "caller_context",
     "model_stamps",
     "peer",
     "rss_mb",
@@ -78,8 +75,6 @@ Answer = Callable[[argparse.Namespace], Any]
 
 CHECK_S = 2.0
 """How often the watcher looks at the idle time, the sources and the model files."""
-BEAT_S = 1.0
-"""How often a waiting caller hears ``{"wait": 1}``."""
 REQUEST_S = 10.0
 """How long a connection may take to send its request."""
 
@@ -335,7 +330,7 @@ class WarmServer:
         if why:
             send(conn, {"refused": why})
             return
-        reply = _Reply(conn)
+        reply = Reply(conn)
         reply.send({"accepted": {"pid": os.getpid()}})
         with self.state_lock:
             self.busy += 1
@@ -352,7 +347,7 @@ class WarmServer:
                 self.last_request = time.time()
         reply.send(result)
 
-    def _answer(self, request: dict[str, Any], reply: _Reply) -> dict[str, Any]:
+    def _answer(self, request: dict[str, Any], reply: Reply) -> dict[str, Any]:
         """Run the question with the caller's options, directory and output streams."""
         args = argparse.Namespace(**request.get("args", {}))
         try:
@@ -398,79 +393,6 @@ def peer(conn: socket.socket) -> tuple[int, int]:
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     pid, uid, _gid = struct.unpack("3i", creds)
     return pid, uid
-
-
-class _Reply:
-    """The caller's side of the connection: sends are serialised, and the first failure (the
-    caller went away) silences the rest."""
-
-    def __init__(self, conn: socket.socket) -> None:
-        self.conn = conn
-        self.lock = threading.Lock()
-        self.done = threading.Event()
-        self.gone = False
-
-    def send(self, message: dict[str, Any]) -> None:
-        with self.lock:
-            if self.gone:
-                return
-            try:
-                send(self.conn, message)
-            except OSError:
-                self.gone = True
-
-    def beat(self) -> None:
-        while not self.done.wait(BEAT_S):
-            self.send({"wait": 1})
-
-
-class _Stream(io.TextIOBase):
-    """``sys.stdout`` or ``sys.stderr`` of the caller, while its question runs."""
-
-    def __init__(self, reply: _Reply, key: str, tty: bool) -> None:
-        self.reply, self.key, self.tty = reply, key, bool(tty)
-
-    def write(self, text: str) -> int:
-        if text:
-            self.reply.send({self.key: text})
-        return len(text)
-
-    def isatty(self) -> bool:
-        return self.tty
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return "utf-8"
-
-
-class _Logs(logging.Handler):
-    """Warnings logged while a question runs, sent to the caller, which logs them again (so
-    ``--quiet`` silences them there as in-process)."""
-
-    def __init__(self, reply: _Reply) -> None:
-        super().__init__(logging.WARNING)
-        self.reply = reply
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if not record.name.startswith("mindscape.serve.warm"):
-            self.reply.send({"log": [record.name, record.levelno, record.getMessage()]})
-
-
-@contextlib.contextmanager
-def caller_context(reply: _Reply, cwd: str, tty: list[Any]) -> Iterator[None]:
-    """The caller's working directory and output streams, and its share of the log."""
-    home = os.getcwd()
-    os.chdir(cwd)  # first: a folder that is gone fails the question before anything changes
-    streams = sys.stdout, sys.stderr
-    logs = _Logs(reply)
-    logging.getLogger("mindscape").addHandler(logs)
-    sys.stdout, sys.stderr = _Stream(reply, "out", tty[0]), _Stream(reply, "err", tty[1])
-    try:
-        yield
-    finally:
-        sys.stdout, sys.stderr = streams
-        logging.getLogger("mindscape").removeHandler(logs)
-        os.chdir(home)
 
 
 def serve(idle_minutes: float, answer: Answer, quiet: bool = False, llm: str | None = None) -> None:
