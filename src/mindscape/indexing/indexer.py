@@ -16,7 +16,7 @@ it is produced, so an unchanged document is skipped, an interrupted run resumes 
 stopped, and adding a document touches only that document.
 
 Each chunk also gets a second embedding in its document's context (the title, or the doc id
-where there is none, before the chunk: :func:`~mindscape.indexing.embed_cache.in_context`).
+where there is none, before the chunk: :func:`~mindscape.memory.cache.in_context`).
 It is not a layer: it stays in the cache, and the manifest's ``doc_context`` names the
 context it was made with, from which retrieval finds it (:mod:`~mindscape.memory.retrieval.scope`).
 A document indexed before there were such vectors, or whose title changed, is not rebuilt:
