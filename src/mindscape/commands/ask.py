@@ -35,7 +35,7 @@ from mindscape.commands.common import (
 )
 from mindscape.errors import MindscapeError, StoreError
 from mindscape.presets import PRESET_NAMES
-from mindscape.state import QAInput, QAOutput, answer_step
+from mindscape.state import QAInput, answer_step
 from mindscape.trace import step_of
 
 if TYPE_CHECKING:
@@ -305,11 +305,12 @@ def _checked_store(args: argparse.Namespace) -> MemoryStore:
     return store
 
 
-def answer_here(args: argparse.Namespace, progress: OnEvent | None = None) -> QAOutput:
+def answer_here(args: argparse.Namespace, progress: OnEvent | None = None) -> dict[str, Any]:
     """The QA output for ``ask``'s options `args`, answered in this process through
     :func:`mindscape.graphs.ask.ask` (what the warm process and the MCP tool call too);
     `progress`, when given, hears each progress event of the run as it happens (``mindscape
-    mcp``), else the events show as ``--stream`` and the terminal ask."""
+    mcp``), else the events show as ``--stream`` and the terminal ask. The output as a plain
+    dict: what the warm process sends back as JSON."""
     from mindscape.context import Context
     from mindscape.deps import Deps
     from mindscape.graphs.ask import ask
@@ -334,8 +335,8 @@ def answer_here(args: argparse.Namespace, progress: OnEvent | None = None) -> QA
     if args.thread:
         if args.stream:
             raise ValueError("--thread and --stream: choose one")
-        return ask(question, ctx, deps, thread=args.thread)
-    return ask(question, ctx, deps, on_event=progress or _shown_events(args))
+        return dict(ask(question, ctx, deps, thread=args.thread))
+    return dict(ask(question, ctx, deps, on_event=progress or _shown_events(args)))
 
 
 def _shown_events(args: argparse.Namespace) -> OnEvent | None:
