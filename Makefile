@@ -152,6 +152,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks notebooks
 	$(VENV)/bin/ruff format --check src tests benchmarks notebooks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

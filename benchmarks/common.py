@@ -27,7 +27,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from mindscape.eval.bench import BenchDocument, documents_key, load_documents  # noqa: E402
-from mindscape.memory.build.indexer import IndexConfig, Indexer  # noqa: E402
+from mindscape.indexing.indexer import IndexConfig, Indexer  # noqa: E402
 from mindscape.memory.store import MemoryStore  # noqa: E402
 
 CACHE_ENV = "MINDSCAPE_BENCH_CACHE"

@@ -37,7 +37,7 @@ atexit.register(shutil.rmtree, os.environ["MINDSCAPE_RUNTIME_DIR"], ignore_error
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """No warm process outlives the suite: stop one a test left in the run's folder (the
     warm tests stop their own; this is the net under them)."""
-    from mindscape.warm import client, common
+    from mindscape.serve.warm import client, common
 
     info = common.read_info() or {}
     if info.get("pid") not in (None, os.getpid()):

@@ -18,7 +18,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 from mindscape.context import DEMO_STORE
-from mindscape.serve import page_url, serve_static, start_langgraph_dev, stop, system_chromium
+from mindscape.serve.dev import page_url, serve_static, start_langgraph_dev, stop, system_chromium
 
 REPO = Path(__file__).resolve().parents[2]
 

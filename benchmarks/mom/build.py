@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import cache_root, config_tag, index_llm_id, llm_namespace, log
-from mindscape.memory.build.indexer import LLM_PARTS, IndexConfig
+from mindscape.indexing.indexer import LLM_PARTS, IndexConfig
 
 DATASET = "fairytaleqa"
 COSTS_FILE = "mom_recall_costs.json"
@@ -187,7 +187,7 @@ class Builder:
         return self._llm[key]
 
     def indexer_for(self, m: Memory) -> Any:
-        from mindscape.memory.build.indexer import Indexer
+        from mindscape.indexing.indexer import Indexer
 
         if m.indexer is None:
             llm = None if m.kind == "offline" else self.llm_for(m.kind)
@@ -207,7 +207,7 @@ class Builder:
         return m.indexer
 
     def local_evaluator(self) -> Any:
-        from mindscape.memory.mom.paths import default_evaluator
+        from mindscape.indexing.mom.paths import default_evaluator
 
         if self.args.local_model:
             from mindscape.llm.logprobs import LocalScorer
@@ -274,7 +274,7 @@ class Builder:
 
 def holds(m: Memory, doc: Any) -> bool:
     """Whether `m` holds `doc` indexed as its config asks, with its vectors intact."""
-    from mindscape.memory.build.writer import is_current, vectors_intact
+    from mindscape.indexing.writer import is_current, vectors_intact
 
     row = m.store.cache.doc(doc.doc_id)
     return (

@@ -116,8 +116,8 @@ def cost_fields(builder: Builder, per_story: Mapping[str, Mapping[str, Any]]) ->
 
 
 def estimate(args: argparse.Namespace, docs: Sequence[Any]) -> int:
-    """The LLM cost of building (c) and (d) for `docs`, from :mod:`mindscape.estimate`."""
-    from mindscape.estimate import config_cost
+    """The LLM cost of building (c) and (d) for `docs`, from :mod:`mindscape.indexing.estimate`."""
+    from mindscape.indexing.estimate import config_cost
 
     configs = index_configs(args)
     out: dict[str, Any] = {}

@@ -142,7 +142,7 @@ def recall_hits(
     `pool` (None: its own story)."""
     from mindscape.eval.bench import gold_spans
     from mindscape.eval.metrics import recall_at_k
-    from mindscape.retrieval_defaults import default_retriever
+    from mindscape.run import default_retriever
 
     retriever = default_retriever(store, embedder)
     spans = chunk_spans(store)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mindscape.eval.bench import load_questions
-from mindscape.memory.build.sentence_split import split_sentences
+from mindscape.memory.sentence_split import split_sentences
 from mindscape.reasoners.text import content_words
 from mindscape.tokens import default_counter
 

@@ -7,7 +7,7 @@
 1. **Index.** ``--books`` bench documents (default 100: every FairytaleQA, QuALITY, SFiction,
    NoCha and ComoRAG document, 73 in all, and the 27 shortest NarrativeQA-Lit books; about
    2.5M tokens. 133 is every bench document, about 8.7M tokens) go into one store through
-   `mindscape.library.index_library`, on a local Ray with one worker per CPU, offline. The
+   `mindscape.indexing.library.index_library`, on a local Ray with one worker per CPU, offline. The
    store lives under the benchmarks' cache and is built from scratch (``--skip-index`` reuses
    it). Throughput is tokens per second of wall time, Ray's start-up included.
 2. **Embedding only.** The same machine embeds exactly the texts indexing embedded (every
@@ -48,14 +48,14 @@ from benchmarks.common import cache_root, chunk_spans, limit_threads, log, perce
 from benchmarks.retrieval.variants import KS, MAIN, evaluate, paired, variants
 from mindscape.embeddings import encode, load_embedder, resolve_spec, spec_model_id  # noqa: E402
 from mindscape.eval.bench import load_documents, load_questions  # noqa: E402
-from mindscape.library import index_library  # noqa: E402
-from mindscape.memory.build.indexer import IndexConfig  # noqa: E402
-from mindscape.memory.build.writer import doc_context  # noqa: E402
-from mindscape.memory.embed_cache import in_context  # noqa: E402
+from mindscape.indexing.indexer import IndexConfig  # noqa: E402
+from mindscape.indexing.library import index_library  # noqa: E402
+from mindscape.indexing.sources import SourceDoc  # noqa: E402
+from mindscape.indexing.writer import doc_context  # noqa: E402
+from mindscape.memory.cache import in_context  # noqa: E402
 from mindscape.memory.store import MemoryStore  # noqa: E402
 from mindscape.memory.types import LAYERS  # noqa: E402
-from mindscape.retrieval_defaults import default_retriever  # noqa: E402
-from mindscape.sources import SourceDoc  # noqa: E402
+from mindscape.run import default_retriever  # noqa: E402
 
 DATASETS = (
     "fairytaleqa",

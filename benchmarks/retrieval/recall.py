@@ -63,13 +63,13 @@ from benchmarks.retrieval.variants import (
     variants,
 )
 from mindscape.embeddings import DEFAULT_MODEL, load_embedder, spec_model_id  # noqa: E402
-from mindscape.estimate import config_cost  # noqa: E402
 from mindscape.eval.bench import load_documents, load_questions  # noqa: E402
-from mindscape.memory.build.indexer import IndexConfig, parse_llm_parts  # noqa: E402
+from mindscape.indexing.estimate import config_cost  # noqa: E402
+from mindscape.indexing.indexer import IndexConfig, parse_llm_parts  # noqa: E402
 from mindscape.memory.cache import IndexCache, content_key  # noqa: E402
 from mindscape.memory.retrieval.retriever import Retriever  # noqa: E402
 from mindscape.memory.scope import DOC_CONTEXTS  # noqa: E402
-from mindscape.retrieval_defaults import default_retriever  # noqa: E402
+from mindscape.run import default_retriever  # noqa: E402
 
 PAIRS = (("mia-rag", "hybrid"), ("mia-rag", "naive"), ("hybrid", "naive"))
 """The paired R@10 differences the table and the JSON line report."""

@@ -19,7 +19,7 @@ from mindscape.memory.scope import DOC_CONTEXTS
 from mindscape.memory.scoring import top_rows
 from mindscape.memory.signature.activation import activate
 from mindscape.memory.signature.sigma import SignatureParams
-from mindscape.retrieval_defaults import default_params, default_settings, literal_params
+from mindscape.run import default_params, default_settings, literal_params
 
 KS = (1, 3, 5, 10, 20)
 """The k of Recall@k."""

@@ -30,7 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: benchmarks.*
 
 from benchmarks.common import percentiles
-from mindscape.serve import ServeError, start_langgraph_dev, stop
+from mindscape.serve.dev import ServeError, start_langgraph_dev, stop
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -32,9 +32,9 @@ import json, re, resource, sys, time, zlib
 from pathlib import Path
 import numpy as np
 from langchain_core.embeddings import Embeddings
-from mindscape.memory.build.indexer import Indexer
+from mindscape.indexing.indexer import Indexer
 from mindscape.memory.store import MemoryStore
-from mindscape.sources import read_text_file
+from mindscape.indexing.sources import read_text_file
 
 class Hashing(Embeddings):
     model_id = "hashing-384"

@@ -52,7 +52,7 @@ def default_store(embedder: Any) -> tuple[Any, str, list[str]]:
             if q.doc_id == doc.doc_id
         ]
         return store, doc.doc_id, questions
-    from mindscape.memory.build.indexer import Indexer
+    from mindscape.indexing.indexer import Indexer
     from mindscape.memory.store import MemoryStore
 
     data = REPO / "src" / "mindscape" / "data"

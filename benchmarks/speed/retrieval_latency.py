@@ -29,7 +29,7 @@ from benchmarks.common import NQA_LATENCY_BOOKS, latency_stores, limit_threads, 
 from mindscape.embeddings import load_embedder  # noqa: E402
 from mindscape.eval.bench import load_questions  # noqa: E402
 from mindscape.memory.retrieval.retriever import RetrievalSettings  # noqa: E402
-from mindscape.retrieval_defaults import default_retriever, default_settings  # noqa: E402
+from mindscape.run import default_retriever, default_settings  # noqa: E402
 
 TARGETS_MS = {1: 50.0, 10: 150.0}
 

@@ -70,7 +70,7 @@ def main() -> None:
     import matplotlib.figure  # noqa: F401  (the one-time import `ask --map` pays)
 
     import_ms = (time.perf_counter() - t0) * 1000
-    from mindscape.reading_map import write_map
+    from mindscape.trace.reading_map import write_map
 
     spent = [0.0]
     init_node.book_strips = timed(spent, init_node.book_strips)  # type: ignore[attr-defined]

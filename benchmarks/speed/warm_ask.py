@@ -77,12 +77,12 @@ def differences(outputs: list[str]) -> dict[str, list[Any]]:
 def answer_seconds(store: str, llm: str) -> None:
     """(Child mode) print the seconds of a second answer in one process."""
     from mindscape.cli import build_parser
-    from mindscape.commands.ask import _ask
+    from mindscape.commands.ask import answer_here
 
     args = build_parser().parse_args(["ask", QUESTION, "--store", store, "--llm", llm])
-    _ask(args)
+    answer_here(args)
     start = time.perf_counter()
-    _ask(args)
+    answer_here(args)
     print(json.dumps({"answer_s": time.perf_counter() - start}))
 
 

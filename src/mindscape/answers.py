@@ -2,7 +2,8 @@
 
 One module for the reasoners (which turn a model's text into a canonical answer: a letter,
 ``TRUE`` or ``FALSE``) and the metrics (which score whatever was predicted), so that an answer
-is read the same way where it is made and where it is scored.
+is read the same way where it is made and where it is scored; and the token F1 between two
+answers (SQuAD's), which the metrics report and the answer verifier reads as a feature.
 """
 
 from __future__ import annotations
@@ -10,11 +11,21 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from numbers import Integral
 from typing import Any
 
-__all__ = ["LETTERS", "letter_index", "normalize_answer", "parse_choice", "parse_claim"]
+__all__ = [
+    "LETTERS",
+    "as_references",
+    "letter_index",
+    "normalize_answer",
+    "normalized_tokens",
+    "parse_choice",
+    "parse_claim",
+    "token_f1",
+]
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -122,3 +133,48 @@ def parse_claim(pred: Any) -> bool | None:
     if not match:
         return None
     return match.group("word") in _TRUE
+
+
+# --------------------------------------------------------------------------- token scoring
+
+
+def normalized_tokens(text: str) -> list[str]:
+    """The whitespace tokens of `normalize_answer(text)`."""
+    return normalize_answer(text).split()
+
+
+def as_references(refs: str | Iterable[str]) -> list[str]:
+    """Accept one reference string or an iterable of them."""
+    if isinstance(refs, str):
+        return [refs]
+    return [str(ref) for ref in refs]
+
+
+def _f1_from_overlap(overlap: int, n_pred: int, n_ref: int, beta: float = 1.0) -> float:
+    """F-measure from an overlap count and the two lengths (0.0 when there is no overlap)."""
+    if overlap == 0:
+        return 0.0
+    precision = overlap / n_pred
+    recall = overlap / n_ref
+    beta2 = beta * beta
+    return (1 + beta2) * precision * recall / (recall + beta2 * precision)
+
+
+def _token_f1_single(pred_tokens: list[str], ref_tokens: list[str]) -> float:
+    """SQuAD token F1 for one reference. If either side is empty: 1.0 only if both are."""
+    if not pred_tokens or not ref_tokens:
+        return float(pred_tokens == ref_tokens)
+    overlap = sum((Counter(pred_tokens) & Counter(ref_tokens)).values())
+    return _f1_from_overlap(overlap, len(pred_tokens), len(ref_tokens))
+
+
+def token_f1(pred: str, refs: str | Iterable[str]) -> float:
+    """SQuAD bag-of-tokens F1 between prediction and references, max over references.
+
+    No references gives 0.0.
+    """
+    pred_tokens = normalized_tokens(pred)
+    return max(
+        (_token_f1_single(pred_tokens, normalized_tokens(ref)) for ref in as_references(refs)),
+        default=0.0,
+    )

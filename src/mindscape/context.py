@@ -21,6 +21,15 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 from mindscape.memory.types import LAYERS
 from mindscape.presets import PRESET_NAMES, get_preset
 
+LLM_ROLES: tuple[str, ...] = ("answer", "probe", "encode", "fuse", "update")
+"""The query-time roles an LLM can play (``Context.llm_roles``)."""
+
+LOCAL_LLM_ROLES: tuple[str, ...] = ("answer", "update")
+"""The roles the local model plays by default. Its Self-Probe calls (~800 input tokens) came
+back with the question re-worded as the probe, and its Mem-Encode cues (~1,600–2,100 tokens)
+invented links the passages do not make; the extractive probes (names from the evidence) and
+cues (the best sentences) cost no call. At ~40–100 prompt tokens/s that is 10–50 s a call."""
+
 _RANGES: dict[str, tuple[float, float]] = {
     "region_doc_weight": (0, 1),
     "alpha": (0, 1),
@@ -361,8 +370,6 @@ class Context:
             if unknown:
                 raise ValueError(f"unknown layers in budgets: {sorted(unknown)}")
         if self.llm_roles is not None:
-            from mindscape.reasoners.base import LLM_ROLES
-
             roles = sorted(set(self.llm_roles) - set(LLM_ROLES))
             if roles:
                 raise ValueError(

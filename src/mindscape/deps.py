@@ -14,7 +14,7 @@ Precedence:
   installed, or ``openai``; see :func:`mindscape.llm.resolve_backend`), else extractive,
   with a one-line notice saying how to install the local model. The LLM plays
   ``Context.llm_roles`` (default: every role; answer and update with the local model,
-  :func:`run_roles`) and the extractive reasoner the rest.
+  :func:`~mindscape.run.run_roles`) and the extractive reasoner the rest.
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ from mindscape.run import (
     ctx_of,
     offline_calibration,
     retrieval_settings,
+    run_roles,
     signature_params,
+    token_budget,
 )
 
 if TYPE_CHECKING:
@@ -83,26 +85,6 @@ def choose_backend(run: str, settings: LLMSettings | None, *, chat: bool = False
     if run == "auto" and settings.backend == "extractive":
         return BackendChoice("extractive", settings, notice)
     return BackendChoice("llm", settings, notice)
-
-
-def run_roles(llm_roles: list[str] | None, *, local: bool) -> list[str]:
-    """The roles the LLM plays: ``Context.llm_roles``, else every role (answer and update
-    with the local model)."""
-    from mindscape.reasoners.base import LLM_ROLES, LOCAL_LLM_ROLES
-
-    if llm_roles is not None:
-        return list(llm_roles)
-    return list(LOCAL_LLM_ROLES if local else LLM_ROLES)
-
-
-def token_budget(
-    max_tokens: int | None, local_max_tokens: int | None, *, local: bool
-) -> int | None:
-    """A question's token budget: `max_tokens`, capped by `local_max_tokens` when the local
-    model answers (its prompt tokens cost 10–25 ms each on two cores)."""
-    if not local or local_max_tokens is None:
-        return max_tokens
-    return local_max_tokens if max_tokens is None else min(max_tokens, local_max_tokens)
 
 
 def open_store(path: str | Path) -> MemoryStore:
@@ -299,7 +281,7 @@ class Deps:
         return self.choice(ctx).local
 
     def token_budget(self, ctx: Context) -> int | None:
-        """A question's token budget (:func:`token_budget`)."""
+        """A question's token budget (:func:`~mindscape.run.token_budget`)."""
         return token_budget(ctx.max_tokens, ctx.local_max_tokens, local=self.answers_locally(ctx))
 
     def _vectors(self, retriever: MemoryRetriever) -> Any:

@@ -11,15 +11,21 @@ token budget and the documents in the store. Every node of the run reads the sam
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, fields
+from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from mindscape.context import Context
+from mindscape.context import LLM_ROLES, LOCAL_LLM_ROLES, Context
 from mindscape.llm.settings import LLMSettings
 from mindscape.memory.settings import RetrievalSettings, SignatureParams
 
 if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
     from mindscape.memory.retrieval.protocol import MemoryRetriever
+    from mindscape.memory.retrieval.retriever import Retriever
+    from mindscape.memory.store import MemoryStore
     from mindscape.reasoners.base import Reasoner
 
 
@@ -55,7 +61,7 @@ class Run:
     choice: BackendChoice
     """Which model answers (:func:`~mindscape.deps.choose_backend`)."""
     roles: tuple[str, ...]
-    """The roles the LLM plays (:func:`~mindscape.deps.run_roles`); the extractive reasoner
+    """The roles the LLM plays (:func:`run_roles`); the extractive reasoner
     plays the rest."""
     params: SignatureParams
     """The signature selection of this run (:func:`signature_params`)."""
@@ -67,7 +73,7 @@ class Run:
     reasoner: Reasoner
     """What plays the LLM roles: an LLM reasoner, or :attr:`offline`."""
     token_budget: int | None
-    """A question's token budget (:func:`~mindscape.deps.token_budget`)."""
+    """A question's token budget (:func:`token_budget`)."""
     documents: set[str] | None
     """Ids of the documents in the store (None when the store cannot list them)."""
 
@@ -158,3 +164,59 @@ def _filled(value: Any, name: str) -> Any:
     if value is None:
         raise ValueError(f"Context.{name} is unset: use ctx.resolved() (ctx_of does)")
     return value
+
+
+def run_roles(llm_roles: list[str] | None, *, local: bool) -> list[str]:
+    """The roles the LLM plays: ``Context.llm_roles``, else every role (answer and update
+    with the local model)."""
+    if llm_roles is not None:
+        return list(llm_roles)
+    return list(LOCAL_LLM_ROLES if local else LLM_ROLES)
+
+
+def token_budget(
+    max_tokens: int | None, local_max_tokens: int | None, *, local: bool
+) -> int | None:
+    """A question's token budget: `max_tokens`, capped by `local_max_tokens` when the local
+    model answers (its prompt tokens cost 10–25 ms each on two cores)."""
+    if not local or local_max_tokens is None:
+        return max_tokens
+    return local_max_tokens if max_tokens is None else min(max_tokens, local_max_tokens)
+
+
+# ---- a default run's retrieval settings, for scripts, benchmarks and tests (the agent builds
+# them from its own run's Context)
+
+
+@cache
+def _run_context() -> Context:
+    return Context().resolved()
+
+
+def default_params(**overrides: Any) -> SignatureParams:
+    """The signature selection of a default run (chosen on the FairytaleQA dev split, see
+    docs/retrieval.md), with `overrides`: ``signature_params(Context().resolved())``."""
+    return dataclasses.replace(signature_params(_run_context()), **overrides)
+
+
+def literal_params(**overrides: Any) -> SignatureParams:
+    """MiA's literal objective: relevance and match through the session summary, dense
+    activation (the defaults differ in these three places)."""
+    literal: dict[str, Any] = {"relevance": "summary", "match": "summary", "activation": "dense"}
+    return default_params(**(literal | overrides))
+
+
+def default_settings(**overrides: Any) -> RetrievalSettings:
+    """The retrieval settings of a default run
+    (``retrieval_settings(Context().resolved())``), with `overrides`."""
+    return dataclasses.replace(retrieval_settings(_run_context()), **overrides)
+
+
+def default_retriever(store: MemoryStore, embedder: Embeddings, **kwargs: Any) -> Retriever:
+    """A :class:`~mindscape.memory.retrieval.retriever.Retriever` whose calls default to a default
+    run's settings (`kwargs` go to its constructor: a counter, cache sizes)."""
+    from mindscape.memory.retrieval.retriever import Retriever
+
+    return Retriever(
+        store, embedder, params=default_params(), settings=default_settings(), **kwargs
+    )

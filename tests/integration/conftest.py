@@ -28,7 +28,7 @@ def qa_embedder() -> Any:
 @pytest.fixture(scope="session")
 def qa_store(tmp_path_factory: pytest.TempPathFactory, qa_embedder: Any) -> Path:
     """A store with the bundled story indexed offline; returns its directory."""
-    from mindscape.memory.build.indexer import Indexer
+    from mindscape.indexing.indexer import Indexer
     from mindscape.memory.store import MemoryStore
 
     path = tmp_path_factory.mktemp("qa") / "store"

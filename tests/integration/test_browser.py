@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from mindscape.serve import page_url, serve_static, start_langgraph_dev, stop, system_chromium
+from mindscape.serve.dev import page_url, serve_static, start_langgraph_dev, stop, system_chromium
 from tests.conftest import REPO, require
 
 pytestmark = pytest.mark.integration

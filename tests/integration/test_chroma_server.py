@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mindscape.memory.build.indexer import IndexConfig, Indexer
+from mindscape.indexing.indexer import IndexConfig, Indexer
 from mindscape.memory.store import MemoryStore
 from mindscape.models.server import free_port
 from tests.conftest import STORY, require

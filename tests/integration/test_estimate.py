@@ -102,8 +102,8 @@ def test_index_estimate_counts_the_mom_paths_and_their_scoring(
 ) -> None:
     """Three paths (the default): three outline calls per section, and the evaluator's reads
     that choose among them as `mom_score`, within 20% of what the index then does."""
-    import mindscape.memory.build.indexer as indexer
-    import mindscape.memory.build.outline as indexer_outline
+    import mindscape.indexing.indexer as indexer
+    import mindscape.indexing.outline as indexer_outline
 
     evaluator = _CountingEvaluator()
     monkeypatch.setattr(indexer, "default_evaluator", lambda: evaluator)
@@ -211,7 +211,7 @@ def test_loop_presets_are_estimated_by_their_calls_per_round(
 ) -> None:
     """With an endpoint playing every role, ComoRAG's rounds cost far more than mindscape's,
     and a loop's most is several rounds; the text output gives the range in minutes."""
-    from mindscape.estimate import eval_cost
+    from mindscape.indexing.estimate import eval_cost
 
     asked = [("Who helped Cinderella?", None)]
     rows = {p: eval_cost(asked, p, local=False) for p in ("naive", "mindscape", "comorag")}
@@ -234,7 +234,7 @@ def test_index_summaries_estimate_matches_its_second_pass_and_a_plain_reindex_ke
 ) -> None:
     """`index --summaries`: the plain index first, then only session-summary calls, each
     reading the session's central sentences; estimated within 20%; kept by a plain index."""
-    from mindscape.memory.build.config import SUMMARIES_INPUT_TOKENS
+    from mindscape.indexing.config import SUMMARIES_INPUT_TOKENS
     from mindscape.memory.store import MemoryStore
 
     store = tmp_path / "store"

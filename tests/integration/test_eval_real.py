@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 # there, mid-run, with the rest of its questions unanswered, however fast they would go.
 PAUSED = """
 import os, runpy, signal, sys
-import mindscape.eval.runner as runner
+import mindscape.commands.eval as runner
 
 made = runner.graph_answer_fn
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mindscape.embeddings import encode, encode_query, load_embedder
-from mindscape.memory.build.indexer import Indexer
+from mindscape.indexing.indexer import Indexer
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS
 from tests.conftest import FIXTURE_BENCH, REPO, STORY, stopped_or_exited

@@ -60,7 +60,7 @@ def test_library_is_built_on_ray_and_bad_books_are_reported(ray_store):
 
 def test_ray_built_books_equal_books_built_in_process(ray_store, library, tmp_path):
     from mindscape.embeddings import load_embedder
-    from mindscape.memory.build.indexer import Indexer
+    from mindscape.indexing.indexer import Indexer
     from mindscape.memory.store import MemoryStore
 
     here = MemoryStore(tmp_path / "here")
@@ -104,10 +104,10 @@ def own_ray():
 
 def test_a_stopped_run_keeps_its_finished_books_and_resumes(library, tmp_path, own_ray):
     from mindscape.embeddings import spec_model_id
-    from mindscape.library import index_library
-    from mindscape.memory.build.indexer import IndexConfig
+    from mindscape.indexing.indexer import IndexConfig
+    from mindscape.indexing.library import index_library
+    from mindscape.indexing.sources import load_sources
     from mindscape.memory.store import MemoryStore
-    from mindscape.sources import load_sources
 
     docs = load_sources([library / f"{name}.txt" for name in BOOKS])
     store = MemoryStore(tmp_path / "s")

@@ -31,7 +31,7 @@ import anyio
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from mindscape.serve import start_langgraph_dev, stop
+from mindscape.serve.dev import start_langgraph_dev, stop
 from tests.conftest import REPO, require_local_model
 from tests.integration.conftest import QA_DOC
 
@@ -223,8 +223,8 @@ def test_ask_goes_through_the_warm_process_when_one_runs(
 ) -> None:
     """A warm process (here in this test's process, with a fake question) answers `ask`;
     its progress lines reach the client as progress notifications."""
-    from mindscape.warm import common
-    from mindscape.warm.server import WarmServer
+    from mindscape.serve.warm import common
+    from mindscape.serve.warm.server import WarmServer
 
     asked: list[argparse.Namespace] = []
 

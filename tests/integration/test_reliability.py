@@ -174,8 +174,8 @@ def test_a_damaged_learned_ranker_is_one_line_naming_make_ranker(
 _CHUNK_CHILD = r"""
 import json, sys
 from pathlib import Path
-from mindscape.memory.build.chunking import iter_chunks
-from mindscape.sources import read_text_file
+from mindscape.indexing.chunking import iter_chunks
+from mindscape.indexing.sources import read_text_file
 from mindscape.tokens import default_counter
 
 def peak_mb():  # VmHWM: the peak resident set since the last reset
@@ -226,7 +226,7 @@ def test_a_store_answers_only_with_the_embedder_it_was_indexed_with(
 ) -> None:
     """Another embedder's query vectors would be compared with the store's: refused, at
     ask time and when adding a document, with what to pass instead."""
-    from mindscape.memory.build.indexer import Indexer
+    from mindscape.indexing.indexer import Indexer
     from mindscape.memory.store import MemoryStore
     from tests.fakes import HashingEmbedder
     from tests.integration.conftest import QA_DOC

@@ -13,11 +13,11 @@ import pytest
 
 from mindscape.eval.bench import gold_spans, load_documents, load_questions
 from mindscape.eval.metrics import recall_at_k
-from mindscape.memory.build.indexer import Indexer
+from mindscape.indexing.indexer import Indexer
 from mindscape.memory.retrieval.retriever import RetrievalSettings, Retriever
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS
-from mindscape.retrieval_defaults import default_params, default_retriever, default_settings
+from mindscape.run import default_params, default_retriever, default_settings
 from tests.conftest import BENCH
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mindscape.serve import start_langgraph_dev, stop
+from mindscape.serve.dev import start_langgraph_dev, stop
 from tests.conftest import REPO
 from tests.integration.conftest import QA_DOC
 

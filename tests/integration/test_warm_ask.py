@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from mindscape.cli import main
-from mindscape.warm import client, common
+from mindscape.serve.warm import client, common
 from tests.conftest import STORY
 from tests.integration.conftest import QA_DOC
 
@@ -86,7 +86,7 @@ def _watch_versions() -> Iterator[list[str]]:
             if "runs another version" in record.getMessage():
                 stale.append(record.getMessage())
 
-    log = logging.getLogger("mindscape.warm.client")
+    log = logging.getLogger("mindscape.serve.warm.client")
     handler = Catch()
     log.addHandler(handler)
     try:
@@ -99,7 +99,8 @@ def warm_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
         r.getMessage()
         for r in caplog.records
-        if r.name.startswith("mindscape.warm") and "runs another version" not in r.getMessage()
+        if r.name.startswith("mindscape.serve.warm")
+        and "runs another version" not in r.getMessage()
     ]
 
 
@@ -230,7 +231,7 @@ def test_a_store_indexed_again_is_read_afresh(
     capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from mindscape.memory.build.indexer import Indexer
+    from mindscape.indexing.indexer import Indexer
     from mindscape.memory.store import MemoryStore
 
     store = tmp_path / "store"

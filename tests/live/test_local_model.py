@@ -52,7 +52,7 @@ def _settings() -> LLMSettings:
 def story_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require_local_model()
     from mindscape.embeddings import load_embedder
-    from mindscape.memory.build.indexer import Indexer
+    from mindscape.indexing.indexer import Indexer
     from mindscape.memory.store import MemoryStore
 
     path = tmp_path_factory.mktemp("live") / "store"
@@ -230,7 +230,7 @@ def test_a_book_that_gives_orders_is_read_as_a_story(tmp_path: Path) -> None:
     from mindscape.deps import Deps, open_store
     from mindscape.embeddings import load_embedder
     from mindscape.graphs.qa import answer_question
-    from mindscape.memory.build.indexer import Indexer
+    from mindscape.indexing.indexer import Indexer
     from mindscape.memory.store import MemoryStore
 
     path = tmp_path / "store"

@@ -41,7 +41,7 @@ def test_yes_probability_reads_the_answer_token(scorer) -> None:  # noqa: ANN001
 def test_the_scorer_chooses_among_mom_candidates(scorer) -> None:  # noqa: ANN001
     """MoM's choice with the real model: cores that describe their chunks beat cores that do
     not, and every score is a probability or a positive completeness."""
-    from mindscape.memory.mom.paths import CachedEvaluator, choose
+    from mindscape.indexing.mom.paths import CachedEvaluator, choose
     from mindscape.tokens import default_counter
     from tests.fakes import DictCache
 

@@ -277,7 +277,7 @@ def test_every_default_is_written_once() -> None:
     """The retriever's standalone defaults are the Context's, through the one mapping; a
     preset-decided field's default is the one in its metadata."""
     from mindscape.context import preset_defaults
-    from mindscape.retrieval_defaults import default_params, default_settings
+    from mindscape.run import default_params, default_settings
 
     ctx = Context().resolved()
     assert default_settings() == retrieval_settings(ctx)
@@ -286,7 +286,7 @@ def test_every_default_is_written_once() -> None:
     defaults = preset_defaults()
     assert {f.name for f in dataclasses.fields(Context) if f.default is None} - {
         "store",  # None reads MINDSCAPE_STORE
-        "llm_roles",  # None: the backend decides (deps.run_roles)
+        "llm_roles",  # None: the backend decides (run.run_roles)
     } == set(defaults)  # every preset-decided field has a default
     ctx = Context(preset="naive").resolved()  # naive leaves max_tokens to the default
     assert "max_tokens" not in PRESETS["naive"].values
@@ -298,8 +298,8 @@ def test_an_injected_chat_model_without_local_settings_is_not_capped(
 ) -> None:
     """The cap and the roles follow the same rule: an injected chat model is the local model
     only when the deps' settings say so, whatever the environment names."""
+    from mindscape.context import LLM_ROLES
     from mindscape.deps import Deps
-    from mindscape.reasoners.base import LLM_ROLES
     from tests.fakes import FakeRetriever, ScriptedChatModel
 
     monkeypatch.setenv("MINDSCAPE_LLM_BACKEND", "local")
@@ -313,9 +313,10 @@ def test_an_injected_chat_model_without_local_settings_is_not_capped(
 def test_one_rule_chooses_what_answers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """`choose_backend` decides from the run's backend, the LLM settings and an injected chat
     model; `extractive` resolves nothing, `llm` asks for the model even when none resolves."""
-    from mindscape.deps import choose_backend, run_roles, token_budget
+    from mindscape.context import LLM_ROLES, LOCAL_LLM_ROLES
+    from mindscape.deps import choose_backend
     from mindscape.llm import LLMSettings
-    from mindscape.reasoners.base import LLM_ROLES, LOCAL_LLM_ROLES
+    from mindscape.run import run_roles, token_budget
 
     monkeypatch.setenv("MINDSCAPE_CACHE", str(tmp_path))  # no local model installed here
     monkeypatch.delenv("MINDSCAPE_LOCAL_MODEL", raising=False)

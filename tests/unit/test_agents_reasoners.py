@@ -333,9 +333,8 @@ def test_roles_outside_llm_roles_make_no_call() -> None:
 def test_local_backend_plays_answer_and_update_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from mindscape.context import Context
+    from mindscape.context import LLM_ROLES, LOCAL_LLM_ROLES, Context
     from mindscape.deps import Deps
-    from mindscape.reasoners.base import LLM_ROLES, LOCAL_LLM_ROLES
     from tests.fakes import FakeRetriever
 
     r = FakeRetriever()

@@ -390,8 +390,8 @@ def test_a_store_indexed_by_an_llm_is_its_own_and_holds_its_summaries(tmp_path, 
     """retrieval/recall.py --llm: the LLM-summarised store never replaces the offline one."""
 
     from benchmarks import common
+    from mindscape.indexing.indexer import IndexConfig
     from mindscape.llm import LLM, LLMSettings
-    from mindscape.memory.build.indexer import IndexConfig
     from tests.fakes import HashingEmbedder, ScriptedChatModel
 
     monkeypatch.setenv(common.CACHE_ENV, str(tmp_path / "cache"))

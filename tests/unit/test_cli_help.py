@@ -103,7 +103,7 @@ def test_quiet_silences_notices_while_its_command_runs(
     import mindscape.commands.inspect as inspect_cmd
 
     def noisy(args):  # noqa: ANN001, ANN202
-        logging.getLogger("mindscape.warm.client").warning("answering in this process")
+        logging.getLogger("mindscape.serve.warm.client").warning("answering in this process")
         return 0
 
     monkeypatch.setattr(inspect_cmd, "run_inspect", noisy)

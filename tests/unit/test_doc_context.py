@@ -12,14 +12,14 @@ import dataclasses
 import numpy as np
 import pytest
 
-from mindscape.memory.build.indexer import IndexConfig, Indexer
-from mindscape.memory.embed_cache import in_context, text_key
+from mindscape.indexing.indexer import IndexConfig, Indexer
+from mindscape.memory.cache import in_context, text_key
 from mindscape.memory.retrieval.retriever import Retriever
 from mindscape.memory.scope import Scope
 from mindscape.memory.settings import RetrievalSettings
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS
-from mindscape.retrieval_defaults import default_retriever, default_settings
+from mindscape.run import default_retriever, default_settings
 from tests.conftest import BENCH, STORY
 from tests.fakes import HashingEmbedder
 

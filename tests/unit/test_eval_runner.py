@@ -233,7 +233,7 @@ def test_graph_answers_use_the_run_s_llm_settings(
     bench, tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import mindscape.graphs.qa as qa
-    from mindscape.eval.runner import graph_answer_fn
+    from mindscape.commands.eval import graph_answer_fn
     from mindscape.llm import LLMSettings
 
     seen: dict = {}

@@ -33,7 +33,7 @@ STORY = (
 
 def chunk_units(text: str, per: int = 3) -> list[SimpleNamespace]:
     """The story cut into chunks of `per` sentences, with their character spans."""
-    from mindscape.memory.build.sentence_split import split_sentences
+    from mindscape.memory.sentence_split import split_sentences
 
     spans = split_sentences(text)
     out = []

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from mindscape.errors import InputError
-from mindscape.memory.build.chunking import chunk_text, iter_chunks
-from mindscape.memory.build.cluster import ClusterParams, soft_clusters
-from mindscape.memory.build.sentence_split import split_sentences
-from mindscape.memory.build.summarize import SentenceBank, extractive_summary
-from mindscape.memory.build.windows import window_size, windows
+from mindscape.indexing.chunking import chunk_text, iter_chunks
+from mindscape.indexing.cluster import ClusterParams, soft_clusters
+from mindscape.indexing.mom.outline import detect_sections, resolve_anchor
+from mindscape.indexing.sources import decode_text, load_sources
+from mindscape.indexing.summarize import SentenceBank, extractive_summary
+from mindscape.indexing.windows import window_size, windows
 from mindscape.memory.cache import IndexCache, content_key
-from mindscape.memory.mom.outline import detect_sections, resolve_anchor
-from mindscape.sources import decode_text, load_sources
+from mindscape.memory.sentence_split import split_sentences
 from mindscape.tokens import default_counter
 
 from ..conftest import STORY
@@ -246,7 +246,7 @@ def test_chunks_in_a_range_are_found_by_binary_search(story):
     """`DocText.chunks_in` (two bisections) equals the plain scan on overlapping chunks."""
     import random
 
-    from mindscape.memory.build.document import DocText
+    from mindscape.indexing.document import DocText
 
     chunks = chunk_text(story, default_counter(), 64, 12)
     doc = DocText("tale", story, chunks, [], [], SentenceBank([], np.zeros(0), np.zeros((0, 1))))

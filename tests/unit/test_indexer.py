@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
+from mindscape.indexing.indexer import IndexConfig, Indexer
 from mindscape.llm import LLM, LLMSettings
-from mindscape.memory.build.indexer import IndexConfig, Indexer
 from mindscape.memory.store import MemoryStore
 from mindscape.memory.types import LAYERS
 from tests.conftest import STORY
@@ -175,7 +175,7 @@ def test_llm_roles_feed_the_layers_and_are_cached(tmp_path, story):
 def test_an_llm_writing_the_outline_only_is_asked_only_outline_prompts(
     tmp_path, story, monkeypatch
 ):
-    import mindscape.memory.build.indexer as indexer
+    import mindscape.indexing.indexer as indexer
 
     def no_evaluator():
         raise AssertionError("the evaluator is loaded only when the LLM writes the outline")
@@ -213,7 +213,7 @@ def test_an_llm_writing_the_outline_only_is_asked_only_outline_prompts(
 
 
 def test_the_llm_parts_are_in_the_fingerprint_and_the_default_keeps_it():
-    from mindscape.memory.build.indexer import LLM_PARTS, parse_llm_parts
+    from mindscape.indexing.indexer import LLM_PARTS, parse_llm_parts
 
     base = IndexConfig()
     # pinned: a change re-indexes every store. The LLM one changed once on purpose, when the
@@ -261,8 +261,8 @@ def test_index_rejects_an_unknown_llm_part_in_one_line(tmp_path, capsys):
 
 # -- index --summaries: LLM session summaries added to a plain index ---------------------------
 def test_summaries_are_added_resumably_while_the_plain_index_serves(tmp_path, story):
-    from mindscape.memory.build.config import SUMMARIES_INPUT_TOKENS
-    from mindscape.memory.build.indexer import IndexWriter
+    from mindscape.indexing.config import SUMMARIES_INPUT_TOKENS
+    from mindscape.indexing.indexer import IndexWriter
     from mindscape.tokens import default_counter
 
     plain = replace(SMALL, window=4)

@@ -8,10 +8,10 @@ import json
 import pytest
 
 from mindscape.cli import main
+from mindscape.indexing.indexer import IndexConfig, Indexer
+from mindscape.indexing.mom.export import export_com
+from mindscape.indexing.mom.outline import resolve_anchor
 from mindscape.llm import LLM, LLMSettings
-from mindscape.memory.build.indexer import IndexConfig, Indexer
-from mindscape.memory.mom.export import export_com
-from mindscape.memory.mom.outline import resolve_anchor
 from mindscape.memory.store import MemoryStore
 from mindscape.prompts.mom import MEMREADER_SYSTEM
 from mindscape.tokens import default_counter

@@ -10,11 +10,9 @@ from dataclasses import replace
 import pytest
 
 from mindscape.cli import main
-from mindscape.llm import LLM, LLMSettings
-from mindscape.memory.build.indexer import IndexConfig, Indexer
-from mindscape.memory.build.outline import item_regions
-from mindscape.memory.mom.outline import Section
-from mindscape.memory.mom.paths import (
+from mindscape.indexing.indexer import IndexConfig, Indexer
+from mindscape.indexing.mom.outline import Section
+from mindscape.indexing.mom.paths import (
     BREAK_CHARS,
     SAMPLING,
     CachedEvaluator,
@@ -22,7 +20,9 @@ from mindscape.memory.mom.paths import (
     clarity,
     completeness,
 )
-from mindscape.memory.mom.select import UNREAD_RULE
+from mindscape.indexing.mom.select import UNREAD_RULE
+from mindscape.indexing.outline import item_regions
+from mindscape.llm import LLM, LLMSettings
 from mindscape.memory.store import MemoryStore
 from mindscape.tokens import default_counter
 from tests.conftest import STORY
@@ -116,7 +116,7 @@ def test_a_boundary_without_yes_or_no_is_counted_logged_and_left_out(caplog):
         [("The storm broke.", "core"), ("At supper she sang.", "core"), ("End.", "core")],
         [("Ann wakes.", "core"), ("Bob sails.", "core")],
     ]
-    with caplog.at_level("WARNING", logger="mindscape.memory.mom.paths"):
+    with caplog.at_level("WARNING", logger="mindscape.indexing.mom.paths"):
         choice = choose(candidates, ev, default_counter())
     assert choice.clarity == pytest.approx([0.9, 0.0])  # not (0.9 + 0.5) / 2 and 0.5
     assert choice.unread == [1, 1]

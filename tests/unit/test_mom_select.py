@@ -6,8 +6,7 @@ import math
 
 import pytest
 
-from mindscape.llm.logprobs import yes_share
-from mindscape.memory.mom.select import (
+from mindscape.indexing.mom.select import (
     UNREAD_RULE,
     chunk_clarity,
     core_completeness,
@@ -16,6 +15,7 @@ from mindscape.memory.mom.select import (
     rrf_select,
     unread,
 )
+from mindscape.llm.logprobs import yes_share
 
 
 def test_break_probability_normalises_yes_against_no():

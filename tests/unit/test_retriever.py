@@ -18,13 +18,13 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 import mindscape.memory
-from mindscape.memory.build.indexer import IndexConfig, Indexer
+from mindscape.indexing.indexer import IndexConfig, Indexer
 from mindscape.memory.retrieval.retriever import Retriever
 from mindscape.memory.signature import sigma as sg
 from mindscape.memory.signature.select import member_match
 from mindscape.memory.store import LayerView, MemoryStore
 from mindscape.memory.types import LAYERS, Unit
-from mindscape.retrieval_defaults import (
+from mindscape.run import (
     default_params,
     default_retriever,
     default_settings,

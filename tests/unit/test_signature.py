@@ -36,7 +36,7 @@ from mindscape.memory.signature.sigma import (
 )
 from mindscape.memory.store import LayerView
 from mindscape.memory.types import SignatureUnit, Unit
-from mindscape.retrieval_defaults import default_params, default_settings, literal_params
+from mindscape.run import default_params, default_settings, literal_params
 from tests.random_scope import random_case, scope_of
 from tests.signature_oracle import (
     coverage_greedy,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mindscape.memory.build.document import SUMMARY_OUTPUT_FACTOR, Summarizer
+from mindscape.indexing.document import SUMMARY_OUTPUT_FACTOR, Summarizer
 from mindscape.tokens import default_counter
 
 

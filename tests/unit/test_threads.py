@@ -12,7 +12,7 @@ import pytest
 import mindscape.graphs.qa as qa_module
 from mindscape.context import Context
 from mindscape.deps import Deps
-from mindscape.threads import ask_on_thread, checkpointer, list_threads
+from mindscape.graphs.threads import ask_on_thread, checkpointer, list_threads
 from tests.fakes import FakeRetriever
 
 Q = "Where did Tobin hide the gold?"

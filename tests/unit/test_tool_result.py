@@ -1,4 +1,4 @@
-"""A QA run as a tool's short result (mindscape.tool_result): what it keeps, where its quotes
+"""A QA run as a tool's short result (mindscape.graphs.tool_result): what it keeps, where its quotes
 are, and the checks on a tool's question, books and preset."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mindscape.tool_result import (
+from mindscape.graphs.tool_result import (
     MAX_QUESTION_CHARS,
     checked_preset,
     checked_question,

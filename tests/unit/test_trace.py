@@ -19,9 +19,9 @@ from mindscape.commands.ask import result_json
 from mindscape.context import Context
 from mindscape.deps import Deps
 from mindscape.graphs.qa import build_qa_graph
-from mindscape.reading_map import MapError, map_view, write_map
 from mindscape.reasoners import grounding
 from mindscape.trace import chapters, shown_step, spans, step_of
+from mindscape.trace.reading_map import MapError, map_view, write_map
 from tests.conftest import STORY
 from tests.fakes import HashingEmbedder
 
@@ -38,7 +38,7 @@ TALE = "\n\n".join(
 
 @pytest.fixture(scope="module")
 def deps(tmp_path_factory: pytest.TempPathFactory) -> Deps:
-    from mindscape.memory.build.indexer import Indexer
+    from mindscape.indexing.indexer import Indexer
     from mindscape.memory.store import MemoryStore
 
     emb = HashingEmbedder()

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from mindscape.errors import MindscapeError, StoreError
-from mindscape.warm import client, common, server
-from mindscape.warm.server import WarmServer
+from mindscape.serve.warm import caller, client, common, server
+from mindscape.serve.warm.server import WarmServer
 
 
 @pytest.fixture
@@ -78,7 +78,9 @@ def here(ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def warm_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name.startswith("mindscape.warm.client")]
+    return [
+        r.getMessage() for r in caplog.records if r.name.startswith("mindscape.serve.warm.client")
+    ]
 
 
 def test_the_answer_comes_from_the_warm_process_in_the_callers_directory(
@@ -236,7 +238,7 @@ def test_a_warm_process_silent_mid_answer_counts_as_hung(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(client, "SILENCE_S", 0.3)
-    monkeypatch.setattr(server, "BEAT_S", 30)  # no beats: as if the process had frozen
+    monkeypatch.setattr(caller, "BEAT_S", 30)  # no beats: as if the process had frozen
     release = threading.Event()
     warm(lambda ns: release.wait(10) and {"answer": "late"})
     try:

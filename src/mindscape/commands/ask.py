@@ -8,7 +8,7 @@ signature, LLM calls, tokens and fallbacks, the backend that answered, the decis
 round by round, the books the question touched and the answer's quote: :mod:`mindscape.trace`).
 When the ``auto`` backend fell back to the extractive reasoner, one line on stderr says why,
 ``--quiet`` or not. `--map FILE` draws that
-trace as a map (SVG, PNG or HTML: :mod:`mindscape.reading_map`). On a terminal, `ask` shows
+trace as a map (SVG, PNG or HTML: :mod:`mindscape.trace.reading_map`). On a terminal, `ask` shows
 the step it is in (retrieving, reading round N, refining) on stderr as it goes; `--stream`
 shows the agent's progress events instead (on stderr; with `--json`, as JSON lines on stdout
 before the result).
@@ -20,10 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import uuid
 from collections import Counter
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from mindscape.commands.common import (
     add_command,
@@ -41,6 +39,7 @@ from mindscape.state import QAInput, answer_step
 from mindscape.trace import step_of
 
 if TYPE_CHECKING:
+    from mindscape.graphs.ask import OnEvent
     from mindscape.memory.store import MemoryStore
 
 TASKS = ("open", "multiple-choice", "claim")
@@ -84,6 +83,14 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         p, "llm_roles", metavar="ROLES", type=_roles, help="comma-separated, e.g. answer,update."
     )
     add_model_options(p)
+    _add_output_options(p)
+    add_quiet_option(p)
+    return p
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    """`ask`'s options for what it prints and where the run goes: --json, --stream, --map,
+    --thread, --no-warm."""
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--stream", action="store_true", help="show progress events as they happen")
     p.add_argument(
@@ -107,8 +114,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="answer in this process, without the warm process that keeps the models loaded "
         "between asks (`mindscape serve`; also MINDSCAPE_WARM=0)",
     )
-    add_quiet_option(p)
-    return p
 
 
 def _roles(text: str) -> list[str] | None:
@@ -247,14 +252,14 @@ def run(args: argparse.Namespace) -> int:
         mindscape ask "Who finds the glass slipper?" --store runs/book --no-warm
         mindscape ask "Who finds the glass slipper?" --store runs/book --map map.html
     """
-    from mindscape.warm.client import answer
+    from mindscape.serve.warm.client import answer
 
     try:
         if args.map:
-            from mindscape.reading_map import check_format
+            from mindscape.trace.reading_map import check_format
 
             check_format(args.map)
-        out = answer(args, _ask)  # the warm process's answer, else this process's
+        out = answer(args, answer_here)  # the warm process's answer, else this process's
     except (MindscapeError, ValueError) as exc:
         return report_error(exc, args)
     line = backend_line(out)
@@ -264,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
         (json.dumps(result_json(out), ensure_ascii=False) if args.json else render_text(out)) + "\n"
     )
     if args.map:
-        from mindscape.reading_map import write_map
+        from mindscape.trace.reading_map import write_map
 
         try:
             written = write_map(result_json(out), args.map)
@@ -300,17 +305,15 @@ def _checked_store(args: argparse.Namespace) -> MemoryStore:
     return store
 
 
-def _ask(
-    args: argparse.Namespace, progress: Callable[[dict[str, Any]], None] | None = None
-) -> dict[str, Any]:
-    """The QA output for ``ask``'s options `args`, answered in this process; `progress`, when
-    given, hears each progress event of the run as it happens (``mindscape mcp``)."""
-    from langchain_core.runnables import RunnableConfig
-    from langgraph.checkpoint.memory import InMemorySaver
-
+def answer_here(args: argparse.Namespace, progress: OnEvent | None = None) -> dict[str, Any]:
+    """The QA output for ``ask``'s options `args`, answered in this process through
+    :func:`mindscape.graphs.ask.ask` (what the warm process and the MCP tool call too);
+    `progress`, when given, hears each progress event of the run as it happens (``mindscape
+    mcp``), else the events show as ``--stream`` and the terminal ask. The output as a plain
+    dict: what the warm process sends back as JSON."""
     from mindscape.context import Context
     from mindscape.deps import Deps
-    from mindscape.graphs.qa import build_qa_graph
+    from mindscape.graphs.ask import ask
 
     store = _checked_store(args)
     settings = settings_from_args(args)
@@ -332,39 +335,41 @@ def _ask(
     if args.thread:
         if args.stream:
             raise ValueError("--thread and --stream: choose one")
-        from mindscape.threads import ask_on_thread, checkpointer
+        return dict(ask(question, ctx, deps, thread=args.thread))
+    return dict(ask(question, ctx, deps, on_event=progress or _shown_events(args)))
 
-        with checkpointer(args.store) as saver:
-            app = build_qa_graph(deps).compile(checkpointer=saver)
-            return ask_on_thread(app, dict(question), args.thread, ctx)
-    app = build_qa_graph(deps).compile(checkpointer=InMemorySaver())
-    config: RunnableConfig = {"configurable": {"thread_id": f"ask-{uuid.uuid4().hex[:8]}"}}
-    if progress is not None:
-        for _mode, chunk in app.stream(
-            question, config, context=ctx, stream_mode=["custom"], durability="exit"
-        ):
-            progress(cast(dict[str, Any], chunk))
-        return dict(app.get_state(config).values)
+
+def _shown_events(args: argparse.Namespace) -> OnEvent | None:
+    """What shows a run's progress events: the step it is in on a terminal (stderr), every
+    event with ``--stream`` (JSON lines on stdout with ``--json``, else lines on stderr);
+    None when nothing shows them."""
     steps = show_steps(args)
     if not (args.stream or steps):
-        return dict(app.invoke(question, config, context=ctx, durability="exit"))
+        return None
     if steps:
         sys.stderr.write(f"· {step_of({'event': 'start'})}\n")
-    for mode, chunk in app.stream(
-        question, config, context=ctx, stream_mode=["custom"], durability="exit"
-    ):
-        if mode == "custom" and steps:
-            step = step_of(cast(dict[str, Any], chunk))
+
+    def show(event: dict[str, Any]) -> None:
+        if steps:
+            step = step_of(event)
             if step:
                 sys.stderr.write(f"· {step}\n")
                 sys.stderr.flush()
-        elif mode == "custom":
-            if args.json:
-                sys.stdout.write(
-                    json.dumps({"progress": chunk}, ensure_ascii=False, default=str) + "\n"
-                )
-            else:
-                sys.stderr.write(_event_line(cast(dict[str, Any], chunk)) + "\n")
-            (sys.stdout if args.json else sys.stderr).flush()
-    values = app.get_state(config).values
-    return {k: values.get(k) for k in values}
+            return
+        if args.json:
+            sys.stdout.write(
+                json.dumps({"progress": event}, ensure_ascii=False, default=str) + "\n"
+            )
+        else:
+            sys.stderr.write(_event_line(event) + "\n")
+        (sys.stdout if args.json else sys.stderr).flush()
+
+    return show
+
+
+def parse_options(argv: list[str]) -> argparse.Namespace:
+    """``ask``'s options from `argv` as the command line parses ``mindscape ask ARGV`` (without
+    ``--debug``): what the MCP tool hands the warm process or :func:`answer_here`."""
+    parser = argparse.ArgumentParser(prog="mindscape")
+    add_parser(parser.add_subparsers(dest="command"))
+    return argparse.Namespace(**vars(parser.parse_args(["ask", *argv])), debug=False)

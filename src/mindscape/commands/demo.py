@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
 def _index_story(spec: dict[str, Any], path: str, embedder: Any, *, progress: bool) -> str:
     """Index the bundled story into the store at `path` (skipped when it is there); the two
     lines that describe it."""
-    from mindscape.memory.build.indexer import Indexer
+    from mindscape.indexing.indexer import Indexer
     from mindscape.memory.store import MemoryStore
 
     text = (resources.files("mindscape") / "data" / spec["file"]).read_text()

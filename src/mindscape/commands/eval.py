@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mindscape.commands.common import (
     LLM_CHOICES,
@@ -19,7 +19,7 @@ from mindscape.commands.common import (
 from mindscape.errors import MindscapeError
 
 if TYPE_CHECKING:
-    from mindscape.eval.runner import EvalSettings
+    from mindscape.eval.runner import AnswerFn, EvalSettings
     from mindscape.llm import LLMSettings
     from mindscape.run import BackendChoice
 
@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     if args.index_only:
         prepare(settings)
         return 0
-    report = run_eval(settings)
+    report = run_eval(settings, graph_answer_fn(settings))
     groups = report.get("groups", report)
     if args.json:
         print(json.dumps({"out": str(out), "groups": groups}, default=str))
@@ -236,8 +236,8 @@ def _print_headlines(groups: list) -> None:
 
 def _estimate(settings: EvalSettings, choice: BackendChoice, *, as_json: bool) -> int:
     """`eval --estimate`: per preset, the least and the most the answers would cost."""
-    from mindscape.estimate import Cost, eval_cost
     from mindscape.eval.runner import split_questions
+    from mindscape.indexing.estimate import Cost, eval_cost
 
     qs = split_questions(settings)
     asked = [(q.question, q.options) for q in qs]
@@ -285,3 +285,17 @@ def code_version() -> str:
     except (OSError, subprocess.SubprocessError):
         sha = ""
     return f"mindscape {__version__}" + (f" ({sha})" if sha else "")
+
+
+def graph_answer_fn(settings: EvalSettings) -> AnswerFn:
+    """The eval's answers: the compiled QA graph with deps of the run's LLM settings (the graph
+    is built on the first answer; stores and retrievers are opened per store directory)."""
+    from mindscape.deps import Deps
+    from mindscape.graphs.qa import answer_question
+
+    deps = Deps(llm_settings=settings.llm)
+
+    def answer(view: dict[str, Any], preset: str, store: Path) -> dict[str, Any]:
+        return answer_question(view, preset=preset, store=str(store), deps=deps, **settings.context)
+
+    return answer

@@ -18,10 +18,10 @@ from mindscape.commands.common import (
 )
 from mindscape.commands.inspect import print_summary
 from mindscape.errors import InputError
-from mindscape.memory.build.config import IndexConfig
+from mindscape.indexing.config import IndexConfig
 
 if TYPE_CHECKING:
-    from mindscape.memory.build.indexer import IndexReport
+    from mindscape.indexing.indexer import IndexReport
     from mindscape.memory.store import MemoryStore
 
 
@@ -161,7 +161,7 @@ def run_index(args: argparse.Namespace) -> int:
         mindscape index book.txt --llm openai --mom-paths 1   # one MoM memory per section
         mindscape index book.txt --llm openai --index-llm-parts outline  # outline only
     """
-    from mindscape.sources import SourceProblem, load_sources
+    from mindscape.indexing.sources import SourceProblem, load_sources
 
     _check_options(args)
     args.llm_parts = _llm_parts(args)
@@ -228,8 +228,8 @@ def _index_all(
     offline, in this process with an index LLM (`llm`, None offline). `enriches`: the
     fingerprint of the plain index an LLM pass adds to. (The reports, the failed books.)"""
     from mindscape.embeddings import load_embedder, resolve_spec, spec_model_id
-    from mindscape.library import BookFailure, index_library
-    from mindscape.memory.build.indexer import Indexer
+    from mindscape.indexing.indexer import Indexer
+    from mindscape.indexing.library import BookFailure, index_library
 
     if llm is None and args.index_llm_parts is not None and not args.summaries:
         warn("--index-llm-parts has no effect without an index LLM (--index-llm or an endpoint)")
@@ -274,8 +274,8 @@ def _add_summaries(
     sentences. The plain index serves `ask` until a book's pass is done; every LLM output is
     cached as it comes, so a stopped run resumes where it stopped."""
     from mindscape.embeddings import spec_model_id
-    from mindscape.estimate import config_cost
-    from mindscape.memory.build.indexer import IndexWriter
+    from mindscape.indexing.estimate import config_cost
+    from mindscape.indexing.indexer import IndexWriter
 
     llm = llm_from_args(args, store.cache, index_llm=True)
     enriched = _summaries_config(args, config)
@@ -315,7 +315,7 @@ def _summaries_config(args: argparse.Namespace, config: IndexConfig) -> IndexCon
     the `--index-llm-parts`), each from its passages' most central sentences."""
     from dataclasses import replace
 
-    from mindscape.memory.build.config import SUMMARIES_INPUT_TOKENS
+    from mindscape.indexing.config import SUMMARIES_INPUT_TOKENS
 
     parts = args.llm_parts if args.index_llm_parts is not None else ("episodic",)
     return replace(config, llm_parts=parts, summary_input_tokens=SUMMARIES_INPUT_TOKENS)
@@ -332,7 +332,7 @@ def _report_line(r: IndexReport) -> str:
 
 def _llm_parts(args: argparse.Namespace) -> tuple[str, ...]:
     """The parts `--index-llm-parts` names (all of them when it is not given)."""
-    from mindscape.memory.build.indexer import LLM_PARTS, parse_llm_parts
+    from mindscape.indexing.indexer import LLM_PARTS, parse_llm_parts
 
     if args.index_llm_parts is None:
         return LLM_PARTS
@@ -351,8 +351,8 @@ def _config(args: argparse.Namespace) -> IndexConfig:
 
 def _estimate(args: argparse.Namespace, docs: list) -> int:
     """`index --estimate`: the cost of indexing `docs`, with and without an index LLM."""
-    from mindscape.estimate import config_cost
-    from mindscape.memory.build.indexer import LLM_PARTS
+    from mindscape.indexing.estimate import config_cost
+    from mindscape.indexing.indexer import LLM_PARTS
 
     settings = settings_from_args(
         args, index_llm=getattr(args, "index_llm", None) or args.summaries or None

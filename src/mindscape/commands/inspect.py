@@ -36,7 +36,7 @@ def run_inspect(args: argparse.Namespace) -> int:
 def print_summary(s: dict) -> None:
     """What a store holds: its documents, the units of each layer, MoM's chosen paths (and the
     boundaries its evaluator could not judge)."""
-    from mindscape.memory.mom.select import UNREAD_RULE
+    from mindscape.indexing.mom.select import UNREAD_RULE
 
     print(f"store {s['store']}: {s['documents']} document(s)")
     for layer, n in s["layers"].items():

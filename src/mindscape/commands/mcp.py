@@ -1,4 +1,4 @@
-"""`mindscape mcp`: the store's books as MCP tools over stdio (:mod:`mindscape.mcp_server`).
+"""`mindscape mcp`: the store's books as MCP tools over stdio (:mod:`mindscape.serve.mcp`).
 
     mindscape mcp --store DIR [--preset NAME] [--llm ...] [--no-warm] [--quiet]
 
@@ -58,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
         mindscape mcp --store runs/book --preset naive --llm extractive
         mindscape mcp --store runs/library --no-warm --quiet
     """
-    from mindscape.mcp_server import BookTools, serve
+    from mindscape.commands.ask import answer_here, parse_options
+    from mindscape.serve.mcp import BookTools, serve
 
     log = logging.getLogger("mindscape")
     if not log.handlers:
@@ -69,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
     serve(
         BookTools(
             store=args.store,
+            answer_here=answer_here,
+            parse_ask=parse_options,
             llm=args.llm,
             model=args.model,
             base_url=args.base_url,

@@ -85,7 +85,7 @@ def run_install(args: argparse.Namespace) -> int:
     from mindscape.models.local import install_model, runtime_available, runtime_works
 
     if args.embedder == "gemma":
-        from mindscape.gemma import install_gemma
+        from mindscape.embeddings.gemma import install_gemma
 
         install_gemma(
             force=args.force, log=lambda m: say(args, f"mindscape: {m}"), progress=not args.quiet

@@ -77,7 +77,7 @@ def run_export(args: argparse.Namespace) -> int:
         mindscape mom export --store runs/tales --out runs/tales/com.jsonl
         mindscape mom export --store runs/tales --out com.jsonl --llm openai --json
     """
-    from mindscape.memory.mom.export import MAX_DOC_TOKENS, export_com
+    from mindscape.indexing.mom.export import MAX_DOC_TOKENS, export_com
     from mindscape.memory.store import MemoryStore
     from mindscape.tokens import default_counter
 

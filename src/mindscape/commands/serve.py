@@ -1,4 +1,4 @@
-"""`mindscape serve`: the warm process that answers `mindscape ask` (:mod:`mindscape.warm`).
+"""`mindscape serve`: the warm process that answers `mindscape ask` (:mod:`mindscape.serve.warm`).
 
     mindscape serve [--idle-minutes N]     # in the foreground, until Ctrl-C or idle
     mindscape serve --status [--json]      # is one running? what does it hold?
@@ -21,7 +21,7 @@ from mindscape.commands.common import add_command, add_quiet_option, say
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register `serve` on the CLI's subparsers."""
-    from mindscape.warm.common import DEFAULT_IDLE_MINUTES, ENV_IDLE
+    from mindscape.serve.warm.common import DEFAULT_IDLE_MINUTES, ENV_IDLE
 
     p = add_command(sub, "serve", run)
     what = p.add_mutually_exclusive_group()
@@ -60,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
         mindscape serve --status --json
         mindscape serve --stop
     """
-    from mindscape.warm import client
-    from mindscape.warm.common import WarmUnavailable, idle_minutes
+    from mindscape.serve.warm import client
+    from mindscape.serve.warm.common import WarmUnavailable, idle_minutes
 
     try:
         if args.status:
@@ -74,9 +74,11 @@ def run(args: argparse.Namespace) -> int:
             pid = client.stop()
             say(args, f"stopped the warm process (pid {pid})" if pid else "no warm process ran")
             return 0
-        from mindscape.warm.server import serve
+        from mindscape.commands.ask import answer_here
+        from mindscape.serve.warm.server import serve
 
-        serve(args.idle_minutes if args.idle_minutes is not None else idle_minutes(), args.quiet)
+        minutes = args.idle_minutes if args.idle_minutes is not None else idle_minutes()
+        serve(minutes, answer_here, args.quiet)
     except WarmUnavailable as exc:
         from mindscape.errors import MindscapeError
 
@@ -113,3 +115,34 @@ def describe(found: dict[str, Any] | None) -> str:
         for m in found.get("model_servers") or []
     ]
     return "\n".join(lines)
+
+
+def detached(argv: list[str]) -> int:
+    """``python -m mindscape.commands.serve [--llm BACKEND]``: the warm process as ``ask``
+    starts it in the background (``mindscape serve`` without the command line's start-up: no
+    other command is imported). ``--llm`` is the first ask's backend, to have ready before its
+    question comes."""
+    import os
+
+    from mindscape.commands.ask import answer_here
+    from mindscape.errors import MindscapeError
+    from mindscape.serve.warm.common import idle_minutes
+    from mindscape.serve.warm.server import serve
+
+    for key, value in {
+        "HF_HUB_OFFLINE": "1",
+        "ANONYMIZED_TELEMETRY": "False",
+        "TOKENIZERS_PARALLELISM": "false",
+    }.items():  # as `mindscape.cli.main` sets them
+        os.environ.setdefault(key, value)
+    llm = argv[1] if argv[:1] == ["--llm"] and len(argv) > 1 else None
+    try:
+        serve(idle_minutes(), answer_here, llm=llm)
+    except MindscapeError as exc:  # another ask started one at the same moment: it serves
+        sys.stderr.write(f"mindscape warm: {exc}\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(detached(sys.argv[1:]))

@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from pathlib import Path
 
-    from mindscape.threads import list_threads
+    from mindscape.graphs.threads import list_threads
 
     if not args.store or not Path(args.store).is_dir():
         raise StoreError(f"no store at {args.store} (pass --store DIR or set MINDSCAPE_STORE)")

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         mindscape ui
         mindscape ui --store runs/book --llm extractive
     """
-    from mindscape.serve import page_url, serve_static, start_langgraph_dev, stop
+    from mindscape.serve.dev import page_url, serve_static, start_langgraph_dev, stop
 
     repo, dist, env = _checked(args)
     log = Path(tempfile.gettempdir()) / f"mindscape-ui-{os.getpid()}.log"

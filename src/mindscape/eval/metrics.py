@@ -33,7 +33,6 @@ Confidence intervals
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from numbers import Integral
@@ -41,25 +40,21 @@ from typing import Any
 
 import numpy as np
 
-from mindscape.answers import letter_index, normalize_answer, parse_choice, parse_claim
+from mindscape.answers import (
+    as_references,
+    letter_index,
+    normalize_answer,
+    normalized_tokens,
+    parse_choice,
+    parse_claim,
+)
+from mindscape.answers import token_f1 as token_f1  # scored where answers are read; re-exported
 
 Span = tuple[int, int]
 """A half-open character interval `[start, end)`."""
 
 
 # --------------------------------------------------------------------------- normalisation
-
-
-def normalized_tokens(text: str) -> list[str]:
-    """The whitespace tokens of `normalize_answer(text)`."""
-    return normalize_answer(text).split()
-
-
-def _as_references(refs: str | Iterable[str]) -> list[str]:
-    """Accept one reference string or an iterable of them."""
-    if isinstance(refs, str):
-        return [refs]
-    return [str(ref) for ref in refs]
 
 
 # --------------------------------------------------------------------------- open QA
@@ -72,37 +67,7 @@ def exact_match(pred: str, refs: str | Iterable[str]) -> float:
     """
     pred_norm = normalize_answer(pred)
     return max(
-        (float(pred_norm == normalize_answer(ref)) for ref in _as_references(refs)), default=0.0
-    )
-
-
-def _f1_from_overlap(overlap: int, n_pred: int, n_ref: int, beta: float = 1.0) -> float:
-    """F-measure from an overlap count and the two lengths (0.0 when there is no overlap)."""
-    if overlap == 0:
-        return 0.0
-    precision = overlap / n_pred
-    recall = overlap / n_ref
-    beta2 = beta * beta
-    return (1 + beta2) * precision * recall / (recall + beta2 * precision)
-
-
-def _token_f1_single(pred_tokens: list[str], ref_tokens: list[str]) -> float:
-    """SQuAD token F1 for one reference. If either side is empty: 1.0 only if both are."""
-    if not pred_tokens or not ref_tokens:
-        return float(pred_tokens == ref_tokens)
-    overlap = sum((Counter(pred_tokens) & Counter(ref_tokens)).values())
-    return _f1_from_overlap(overlap, len(pred_tokens), len(ref_tokens))
-
-
-def token_f1(pred: str, refs: str | Iterable[str]) -> float:
-    """SQuAD bag-of-tokens F1 between prediction and references, max over references.
-
-    No references gives 0.0.
-    """
-    pred_tokens = normalized_tokens(pred)
-    return max(
-        (_token_f1_single(pred_tokens, normalized_tokens(ref)) for ref in _as_references(refs)),
-        default=0.0,
+        (float(pred_norm == normalize_answer(ref)) for ref in as_references(refs)), default=0.0
     )
 
 
@@ -145,7 +110,7 @@ def rouge_l(pred: str, refs: str | Iterable[str], beta: float = 1.0) -> float:
     that `rouge-score` reports; the original NarrativeQA scripts used beta=1.2.
     No references gives 0.0.
     """
-    return max((_rouge_l_single(pred, ref, beta) for ref in _as_references(refs)), default=0.0)
+    return max((_rouge_l_single(pred, ref, beta) for ref in as_references(refs)), default=0.0)
 
 
 # --------------------------------------------------------------------------- multiple choice

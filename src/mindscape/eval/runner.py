@@ -91,7 +91,7 @@ def pooled(settings: EvalSettings, docs: list[BenchDocument]) -> EvalSettings:
 def build_stores(settings: EvalSettings, docs: list[BenchDocument], embedder: Any = None) -> None:
     """Index every document (cached: unchanged documents are skipped)."""
     from mindscape.embeddings import load_embedder
-    from mindscape.memory.build.indexer import Indexer
+    from mindscape.indexing.indexer import Indexer
     from mindscape.memory.store import MemoryStore
 
     embedder = embedder or load_embedder()
@@ -187,10 +187,9 @@ def _prepared(
     return settings, questions, doc_ids
 
 
-def run_eval(
-    settings: EvalSettings, answer: AnswerFn | None = None, embedder: Any = None
-) -> dict[str, Any]:
-    """Evaluate; returns the report dict (also written under `settings.out`). A test split's
+def run_eval(settings: EvalSettings, answer: AnswerFn, embedder: Any = None) -> dict[str, Any]:
+    """Evaluate, each question answered by `answer` (its caller's: ``mindscape eval`` answers
+    with the QA graph); returns the report dict (also written under `settings.out`). A test split's
     run is started in the test-run log before its rows are read (and refused from a tree with
     uncommitted code changes, unless `settings.allow_dirty`)."""
     from mindscape.eval.report import Provenance, write_report
@@ -205,7 +204,6 @@ def run_eval(
     if results.exists():  # drop a record torn by a kill, so appends start on a clean line
         results.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
     todo = [(p, q) for p in settings.presets for q in questions if (p, q.qid) not in done]
-    answer = answer or graph_answer_fn(settings)
     lock = threading.Lock()
 
     def work(item: tuple[str, BenchQuestion]) -> None:
@@ -334,20 +332,6 @@ def answer_read(output: dict[str, Any]) -> list[str]:
     """Unit ids the answer's own attempt read (from its round of the trace)."""
     step = answer_step(output)
     return list(step.get("read") or []) if step else []
-
-
-def graph_answer_fn(settings: EvalSettings) -> AnswerFn:
-    """Answers with the compiled QA graph and deps of the run's LLM settings (the graph is
-    built on the first answer; stores and retrievers are opened per store directory)."""
-    from mindscape.deps import Deps
-    from mindscape.graphs.qa import answer_question
-
-    deps = Deps(llm_settings=settings.llm)
-
-    def answer(view: dict[str, Any], preset: str, store: Path) -> dict[str, Any]:
-        return answer_question(view, preset=preset, store=str(store), deps=deps, **settings.context)
-
-    return answer
 
 
 def _chunk_spans(settings: EvalSettings, doc_ids: list[str]) -> dict[str, tuple[int, int]]:

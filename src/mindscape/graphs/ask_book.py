@@ -6,7 +6,7 @@ START → ask → END          (input: question, books, preset; output: the comp
 
 ``langgraph dev`` serves :data:`graph` as ``ask_book`` (langgraph.json, where its description
 is), and its ``/mcp`` endpoint makes each assistant an MCP tool whose result is the graph's
-output: this one's is :func:`~mindscape.tool_result.compact_result` (the answer, whether it
+output: this one's is :func:`~mindscape.graphs.tool_result.compact_result` (the answer, whether it
 is trusted, its confidence, up to three quotes with their places, rounds and seconds), where
 the ``mindscape`` graph's is the QA graph's whole state (unchanged, for callers that want
 it). Progress events go on to the run's custom stream as they happen.
@@ -31,7 +31,7 @@ from mindscape.deps import Deps
 from mindscape.errors import MindscapeError
 from mindscape.graphs.chat import ask_streaming, with_store
 from mindscape.graphs.qa import QAGraph, build_qa_graph
-from mindscape.tool_result import (
+from mindscape.graphs.tool_result import (
     AskBookInput,
     Quote,
     checked_preset,
@@ -43,7 +43,7 @@ from mindscape.tool_result import (
 
 
 class AskBookResult(TypedDict, total=False):
-    """The graph's output: a :class:`~mindscape.tool_result.CompactResult`, or, alone,
+    """The graph's output: a :class:`~mindscape.graphs.tool_result.CompactResult`, or, alone,
     ``error``."""
 
     answer: str

@@ -1,7 +1,8 @@
 """A content-hash cache inside the store: every embedding and LLM output used at index time.
 
 One SQLite file (`cache.sqlite3`) with two tables: `kv` (namespace, key → bytes) for
-embeddings, sentence embeddings and LLM outputs, and `docs`, the manifest of indexed
+embeddings (namespace :data:`EMB_NS`, keys :func:`text_key`; the builders write them, retrieval
+reads them back), sentence embeddings and LLM outputs, and `docs`, the manifest of indexed
 documents. Writes are committed in small batches, so a killed index loses at most the batch
 in flight and a rerun recomputes nothing that finished.
 """
@@ -30,6 +31,21 @@ def content_key(*parts: str) -> str:
     return h.hexdigest()
 
 
+EMB_NS = "emb"
+"""The cache namespace of every embedding."""
+
+
+def text_key(emb_id: str, text: str) -> str:
+    """The cache key of one text's embedding by the embedder `emb_id`."""
+    return content_key(emb_id, "text", text)
+
+
+def in_context(context: str, chunk_text: str) -> str:
+    """A chunk as embedded in its document's context: ``"{title}\n\n{chunk}"``. The opening
+    of a story rarely names it, and its title tells the embedder whose story it is."""
+    return f"{context}\n\n{chunk_text}"
+
+
 class IndexCache:
     """Key-value cache and document manifest in one SQLite file."""
 
@@ -38,7 +54,7 @@ class IndexCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.fallback: IndexCache | None = None
         """Another cache read where this one misses, never written (a library worker's scratch
-        cache reads the store's: :mod:`mindscape.library`)."""
+        cache reads the store's: :mod:`mindscape.indexing.library`)."""
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False)
         try:
@@ -88,7 +104,7 @@ class IndexCache:
 
     def namespaces(self) -> dict[str, dict[str, bytes]]:
         """Every cached value, by namespace (how a library worker's scratch cache is handed
-        to the store: :mod:`mindscape.library`)."""
+        to the store: :mod:`mindscape.indexing.library`)."""
         out: dict[str, dict[str, bytes]] = {}
         with self._lock:
             for ns, key, value in self._db.execute("SELECT ns, key, value FROM kv"):

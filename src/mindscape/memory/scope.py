@@ -7,7 +7,7 @@ when the store's views change (a document was indexed).
 
 Each chunk has two vectors: the plain one (the veridical layer's) and one of the chunk in its
 document's context (title + chunk, made by the indexer and kept in the store's cache; see
-:func:`~mindscape.memory.embed_cache.in_context`). :meth:`Scope.chunk_dense` scores a query
+:func:`~mindscape.memory.cache.in_context`). :meth:`Scope.chunk_dense` scores a query
 against either, or by the higher of the two (:data:`~mindscape.memory.settings.DOC_CONTEXT`, the default): the title
 finds a chunk that never names what the story is about, and the max never scores a chunk
 below its plain cosine. A chunk without a context vector (a store indexed before they
@@ -21,7 +21,7 @@ from collections.abc import Iterable
 import numpy as np
 from cachetools import LRUCache
 
-from mindscape.memory.embed_cache import EMB_NS, in_context, text_key
+from mindscape.memory.cache import EMB_NS, in_context, text_key
 from mindscape.memory.scoring import BM25Index
 from mindscape.memory.settings import DOC_CONTEXT, DOC_CONTEXTS
 from mindscape.memory.store import LayerView, MemoryStore

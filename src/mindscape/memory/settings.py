@@ -4,7 +4,7 @@ is retrieved (:class:`RetrievalSettings`).
 A leaf: it imports nothing from mindscape but :mod:`mindscape.memory.types`. The fields a run
 sets have no defaults here: the run's :class:`~mindscape.context.Context` holds them, and
 :func:`mindscape.run.signature_params` and :func:`mindscape.run.retrieval_settings` build
-these objects from it; :mod:`mindscape.retrieval_defaults`
+these objects from it; :mod:`mindscape.run`
 gives a default run's values to scripts and tests. Only the algorithm constants, which no run
 sets, have defaults here.
 """
@@ -50,7 +50,7 @@ class SignatureParams:
 
     The fields a run sets have no defaults here: they come from the run's
     :class:`~mindscape.context.Context` through :meth:`~mindscape.context.Context.signature_params`
-    (``mindscape.retrieval_defaults.default_params()`` gives the defaults). Only the two
+    (``mindscape.run.default_params()`` gives the defaults). Only the two
     algorithm constants below have their own."""
 
     k: int
@@ -95,7 +95,7 @@ class RetrievalSettings:
 
     The fields a run sets have no defaults here: they come from the run's
     :class:`~mindscape.context.Context` through :func:`mindscape.run.retrieval_settings`, and
-    ``mindscape.retrieval_defaults.default_settings()`` gives the defaults. The algorithm
+    ``mindscape.run.default_settings()`` gives the defaults. The algorithm
     constants after ``signature_params`` have their own."""
 
     alpha: float

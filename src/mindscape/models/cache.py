@@ -1,7 +1,7 @@
 """Where mindscape keeps model files, and what its model installers share.
 
 A leaf (it imports nothing from mindscape): the embedders (:mod:`mindscape.embeddings`,
-:mod:`mindscape.gemma`), the local model (:mod:`mindscape.models.local`) and the local
+:mod:`mindscape.embeddings.gemma`), the local model (:mod:`mindscape.models.local`) and the local
 server (:mod:`mindscape.models.server`) all keep their files under :func:`cache_root`.
 """
 

@@ -1,11 +1,11 @@
 """MoM beyond the outline: the evaluator's two questions, and the CoM export's prompts.
 
 ``BREAK`` and ``CORE`` are read by the evaluator model that chooses among candidate memories
-(:mod:`mindscape.memory.mom.paths`): the probability of "yes" to ``BREAK`` is chunk clarity's
+(:mod:`mindscape.indexing.mom.paths`): the probability of "yes" to ``BREAK`` is chunk clarity's
 break probability, and the perplexity of an atomic chunk after ``CORE`` is core completeness's
 PPL(a | c). ``REVERSE_*`` ask the model to reconstruct the expert's reasoning from a document
 and its chosen memory, and ``MEMREADER_SYSTEM`` is the instruction a MemReader is trained
-under (:mod:`mindscape.memory.mom.export`).
+under (:mod:`mindscape.indexing.mom.export`).
 """
 
 from mindscape.prompts import DATA_RULE

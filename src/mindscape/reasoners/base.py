@@ -12,15 +12,6 @@ from typing import Protocol
 from mindscape.llm import Usage
 from mindscape.state import Attempt, EvidenceItem, EvidenceNote, SignatureItem
 
-LLM_ROLES: tuple[str, ...] = ("answer", "probe", "encode", "fuse", "update")
-"""The query-time roles an LLM can play (``Context.llm_roles``)."""
-
-LOCAL_LLM_ROLES: tuple[str, ...] = ("answer", "update")
-"""The roles the local model plays by default. Its Self-Probe calls (~800 input tokens) came
-back with the question re-worded as the probe, and its Mem-Encode cues (~1,600–2,100 tokens)
-invented links the passages do not make; the extractive probes (names from the evidence) and
-cues (the best sentences) cost no call. At ~40–100 prompt tokens/s that is 10–50 s a call."""
-
 
 @dataclass
 class EncodeGroup:

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from mindscape.memory.build.sentence_split import split_sentences
+from mindscape.memory.sentence_split import split_sentences
 from mindscape.reasoners.rankers import Candidate, FusedRanker, Ranker
 from mindscape.state import EvidenceItem
 

@@ -21,6 +21,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from mindscape.answers import LETTERS
+from mindscape.context import LLM_ROLES
 from mindscape.llm import LLM, LLMOutputError, LLMSettings, TextCache, Usage
 from mindscape.llm.logprobs import mean_probability
 from mindscape.llm.retry import is_request_error
@@ -28,7 +29,6 @@ from mindscape.prompts import fuse as fuse_prompt
 from mindscape.prompts.answer import PLAIN_SYSTEM
 from mindscape.reasoners import focus, grounding
 from mindscape.reasoners.base import (
-    LLM_ROLES,
     AnswerRequest,
     EncodeRequest,
     EncodeResult,

@@ -125,7 +125,7 @@ class OfflineReasoner:
         return v / (np.linalg.norm(v) or 1.0)
 
     def fuse(self, question: str, units: list[EvidenceNote], *, usage: Usage) -> str:
-        from mindscape.memory.build.sentence_split import split_sentences
+        from mindscape.memory.sentence_split import split_sentences
 
         texts = [u["cue"][s:e] for u in units for s, e in split_sentences(u["cue"])]
         ranked, _ = self._rank_texts(question, texts)

@@ -9,7 +9,7 @@ import math
 import re
 
 from mindscape.answers import LETTERS, parse_choice, parse_claim
-from mindscape.memory.build.sentence_split import split_sentences
+from mindscape.memory.sentence_split import split_sentences
 from mindscape.prompts import answer as answer_prompt
 from mindscape.reasoners import grounding
 from mindscape.reasoners.base import (

@@ -20,8 +20,8 @@ from cachetools import LRUCache
 from langchain_core.embeddings import Embeddings
 
 from mindscape.embeddings import embedder_id, encode, encode_query
-from mindscape.memory.build.sentence_split import split_sentences
 from mindscape.memory.cache import content_key
+from mindscape.memory.sentence_split import split_sentences
 from mindscape.state import EvidenceItem
 
 #: Summaries covering more chunks than this are matched against the first ones only.

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from mindscape.answers import token_f1
 from mindscape.errors import MindscapeError
 from mindscape.models.manifest import bytes_sha256, read_manifest
 from mindscape.reasoners.grounding import related
@@ -60,8 +61,6 @@ def _share(words: set[str], text: str) -> float:
 
 
 def _f1(a: str, b: str) -> float:
-    from mindscape.eval.metrics import token_f1
-
     return token_f1(a, [b])
 
 

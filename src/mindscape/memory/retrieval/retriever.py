@@ -75,7 +75,7 @@ class Retriever:
 
     `params` and `settings` are what a call that passes none uses; a run builds them from its
     :class:`~mindscape.context.Context` (:func:`mindscape.run.signature_params`,
-    :func:`mindscape.run.retrieval_settings`), a script from :mod:`mindscape.retrieval_defaults`."""
+    :func:`mindscape.run.retrieval_settings`), a script from :mod:`mindscape.run`."""
 
     def __init__(
         self,
