@@ -15,8 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mindscape.embeddings import gemma
-from mindscape.embeddings import load_embedder, spec_model_id
+from mindscape.embeddings import gemma, load_embedder, spec_model_id
 from mindscape.errors import ModelError
 
 FILES = {
