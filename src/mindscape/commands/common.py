@@ -179,7 +179,7 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_llm_options(p: argparse.ArgumentParser) -> None:
-    """LLM backend options: `--llm`, `--model`, `--base-url`, `--local-model`."""
+    """LLM backend options: `--llm`, `--model`, `--base-url` and the local model's files."""
     p.add_argument(
         "--llm",
         choices=LLM_CHOICES,
@@ -191,12 +191,18 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--base-url", default=None, help="OpenAI-compatible base URL ($MINDSCAPE_LLM_BASE_URL)"
     )
+    add_local_model_options(p)
+
+
+def add_local_model_options(
+    p: argparse.ArgumentParser, what: str = "a GGUF file for the local backend"
+) -> None:
+    """The local model's files: `--local-model` (`what` it is) and `--reader-adapter`."""
     p.add_argument(
         "--local-model",
         default=None,
         metavar="GGUF",
-        help="a GGUF file for the local backend ($MINDSCAPE_LOCAL_MODEL; default: the installed "
-        "Qwen2.5-Coder-1.5B-Instruct)",
+        help=f"{what} ($MINDSCAPE_LOCAL_MODEL; default: the installed Qwen2.5-Coder-1.5B-Instruct)",
     )
     p.add_argument(
         "--reader-adapter",

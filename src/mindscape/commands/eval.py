@@ -13,6 +13,7 @@ from mindscape.commands.common import (
     LLM_CHOICES,
     add_command,
     add_context_option,
+    add_local_model_options,
     add_quiet_option,
     context_values,
 )
@@ -93,7 +94,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
-    """What `eval` prints and what answers: `--quiet`, `--json`, `--estimate`, `--llm`."""
+    """What `eval` prints and what answers: `--quiet`, `--json`, `--estimate`, `--llm` and the
+    local model's files."""
     add_quiet_option(p)
     p.add_argument(
         "--json", action="store_true", help="print the report's figures as one JSON object"
@@ -112,13 +114,7 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
         "OpenAI-compatible endpoint (MINDSCAPE_LLM_BASE_URL, MINDSCAPE_LLM_MODEL), or "
         "extractive ($MINDSCAPE_LLM_BACKEND)",
     )
-    p.add_argument(
-        "--reader-adapter",
-        default=None,
-        metavar="NAME",
-        help="the local model's LoRA adapter: none, shipped or an adapter GGUF "
-        "($MINDSCAPE_READER_ADAPTER; default: none)",
-    )
+    add_local_model_options(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -138,7 +134,9 @@ def run(args: argparse.Namespace) -> int:
 
     presets = _presets(args.preset)
     _check_dataset(args.bench, args.dataset)
-    llm = LLMSettings.from_env(backend=args.llm, reader_adapter=args.reader_adapter)
+    llm = LLMSettings.from_env(
+        backend=args.llm, local_model=args.local_model, reader_adapter=args.reader_adapter
+    )
     choice = choose_backend("auto", llm)  # what answers, by the graph's own rule
     out = Path(args.out or f"runs/eval/{args.dataset}-{args.split}")
     settings = _eval_settings(args, presets, out, llm, choice.settings or llm)

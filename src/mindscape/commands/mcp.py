@@ -72,10 +72,7 @@ def run(args: argparse.Namespace) -> int:
             store=args.store,
             answer_here=answer_here,
             parse_ask=parse_options,
-            llm=args.llm,
-            model=args.model,
-            base_url=args.base_url,
-            local_model=args.local_model,
+            model_flags=model_flags(args),
             embedder=args.embedder,
             preset=args.preset,
             warm=not args.no_warm,
@@ -83,3 +80,13 @@ def run(args: argparse.Namespace) -> int:
         "ERROR" if args.quiet else "WARNING",
     )
     return 0
+
+
+MODEL_OPTIONS = ("llm", "model", "base_url", "local_model", "reader_adapter")
+"""The options of ``mcp`` that ``ask`` takes as they are (``add_llm_options``')."""
+
+
+def model_flags(args: argparse.Namespace) -> tuple[str, ...]:
+    """The given :data:`MODEL_OPTIONS` as ``ask`` flags: ``("--llm", "local", ...)``."""
+    given = [(name, getattr(args, name)) for name in MODEL_OPTIONS]
+    return tuple(x for name, v in given if v for x in ("--" + name.replace("_", "-"), v))

@@ -20,7 +20,13 @@ import signal
 import sys
 import threading
 
-from mindscape.commands.common import add_actions, add_command, add_quiet_option, say
+from mindscape.commands.common import (
+    add_actions,
+    add_command,
+    add_local_model_options,
+    add_quiet_option,
+    say,
+)
 from mindscape.llm.settings import LLMSettings
 
 LOCAL_CTX = LLMSettings.local_ctx
@@ -55,20 +61,7 @@ def _add_serve_options(v: argparse.ArgumentParser) -> None:
     v.add_argument("--port", type=int, default=None, help="default: a free port")
     v.add_argument("--threads", type=int, default=None, help="default: every usable core")
     v.add_argument("--ctx", type=int, default=LOCAL_CTX, help="context size (default %(default)s)")
-    v.add_argument(
-        "--local-model",
-        default=None,
-        metavar="GGUF",
-        help="a GGUF file to serve ($MINDSCAPE_LOCAL_MODEL; default: the installed "
-        "Qwen2.5-Coder-1.5B-Instruct)",
-    )
-    v.add_argument(
-        "--reader-adapter",
-        default=None,
-        metavar="NAME",
-        help="the LoRA adapter to load beside the model: none, shipped (trained on FairytaleQA "
-        "train) or an adapter GGUF ($MINDSCAPE_READER_ADAPTER; default: none)",
-    )
+    add_local_model_options(v, "a GGUF file to serve")
 
 
 def run_install(args: argparse.Namespace) -> int:

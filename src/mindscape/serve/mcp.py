@@ -153,10 +153,9 @@ class BookTools:
     :func:`~mindscape.commands.ask.answer_here`: its caller hands it over)."""
     parse_ask: Callable[[list[str]], argparse.Namespace]
     """``ask``'s options from its command line (:func:`~mindscape.commands.ask.parse_options`)."""
-    llm: str | None = None
-    model: str | None = None
-    base_url: str | None = None
-    local_model: str | None = None
+    model_flags: tuple[str, ...] = ()
+    """``ask``'s model options to pass on, flag then value (``--llm local``, ``--reader-adapter
+    shipped``, ...): :func:`~mindscape.commands.mcp.model_flags` of ``mcp``'s own."""
     embedder: str | None = None
     preset: str | None = None
     """The preset of an ``ask`` that names none (None: the default, mindscape)."""
@@ -298,17 +297,10 @@ class BookTools:
         argv = ["--store", self.store, "--quiet"]
         for book in books:
             argv += ["--doc", book]
-        for flag, value in (
-            ("--preset", preset),
-            ("--llm", self.llm),
-            ("--model", self.model),
-            ("--base-url", self.base_url),
-            ("--local-model", self.local_model),
-            ("--embedder", self.embedder),
-        ):
+        for flag, value in (("--preset", preset), ("--embedder", self.embedder)):
             if value:
                 argv += [flag, value]
-        return self.parse_ask([*argv, "--", question])
+        return self.parse_ask([*argv, *self.model_flags, "--", question])
 
     def _answer(self, args: argparse.Namespace, progress: Progress | None) -> dict[str, Any]:
         """The QA output: from the warm process when one runs, else from this process."""
