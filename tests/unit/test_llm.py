@@ -177,8 +177,11 @@ def test_usage_totals_roles_and_merge() -> None:
     )
     assert d["by_role"]["probe"]["calls"] == 3 and d["by_role"]["answer"]["cache_hits"] == 1
     assert usage.calls == 4 and usage.tokens_in == 16 and usage.tokens_out == 8
+    assert (usage.cache_hits, usage.retries) == (1, 3)
     with pytest.raises(TypeError):
         usage.add("x", bogus=1)
+    with pytest.raises(AttributeError, match="Usage.add"):
+        usage.calls = 0  # a total is read, never set
 
 
 def test_usage_is_thread_safe_and_picklable() -> None:

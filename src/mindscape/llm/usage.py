@@ -7,7 +7,7 @@ so every call is counted, per role, and reported beside every quality figure.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, overload
 
 _COUNTERS: tuple[str, ...] = (
     "calls",
@@ -21,6 +21,24 @@ _COUNTERS: tuple[str, ...] = (
     "unusable",
     "filled",
 )
+
+
+class _Total:
+    """A read-only attribute of :class:`Usage`: the sum of the counter of its name over all
+    roles (``usage.calls`` is ``usage.total("calls")``)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, usage: None, owner: type | None = None) -> _Total: ...
+    @overload
+    def __get__(self, usage: Usage, owner: type | None = None) -> int: ...
+    def __get__(self, usage: Usage | None, owner: type | None = None) -> int | _Total:
+        return self if usage is None else usage.total(self.name)
+
+    def __set__(self, usage: Usage, value: int) -> None:
+        raise AttributeError(f"Usage.{self.name} is a total: add to a role with Usage.add")
 
 
 class Usage:
@@ -72,30 +90,16 @@ class Usage:
         with self._lock:
             return sum(row[name] for row in self._roles.values())
 
-    @property
-    def calls(self) -> int:
-        """Model responses received."""
-        return self.total("calls")
-
-    @property
-    def tokens_in(self) -> int:
-        """Prompt tokens."""
-        return self.total("tokens_in")
-
-    @property
-    def tokens_out(self) -> int:
-        """Completion tokens."""
-        return self.total("tokens_out")
-
-    @property
-    def cache_hits(self) -> int:
-        """Answers served from the cache."""
-        return self.total("cache_hits")
-
-    @property
-    def retries(self) -> int:
-        """Transient failures retried."""
-        return self.total("retries")
+    calls = _Total()
+    """Model responses received."""
+    tokens_in = _Total()
+    """Prompt tokens."""
+    tokens_out = _Total()
+    """Completion tokens."""
+    cache_hits = _Total()
+    """Answers served from the cache."""
+    retries = _Total()
+    """Transient failures retried."""
 
     def as_dict(self) -> dict[str, Any]:
         """Totals plus ``by_role``, JSON-serialisable."""
