@@ -19,8 +19,8 @@ class RecordingLLM:
 
 def test_an_llm_summary_is_capped_at_twice_its_budget() -> None:
     llm = RecordingLLM()
-    summarize = Summarizer(None, llm, default_counter())  # type: ignore[arg-type]
-    text, ids = summarize([3, 4], ["The miller boasted.", "The king listened."], "{passages}", 160)
+    summarize = Summarizer(None, llm, default_counter(), budget=160)  # type: ignore[arg-type]
+    text, ids = summarize([3, 4], ["The miller boasted.", "The king listened."], "{passages}")
     assert text == "The miller's daughter spins straw into gold." and ids == [3, 4]
     assert llm.calls == [
         {"system": llm.calls[0]["system"], "role": "index_summary", "max_tokens": 320}

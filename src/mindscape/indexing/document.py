@@ -149,20 +149,28 @@ class Summarizer:
     """Summaries for the index: extractive without an LLM, else one call per summary."""
 
     def __init__(
-        self, doc: DocText, llm: Any, counter: TokenCounter, *, input_tokens: int = 0
+        self,
+        doc: DocText,
+        llm: Any,
+        counter: TokenCounter,
+        *,
+        budget: int,
+        input_tokens: int = 0,
     ) -> None:
         self.doc, self.llm, self.counter = doc, llm, counter
+        self.budget = budget
+        """How long a summary is, in tokens (``IndexConfig.summary_tokens``)."""
         self.input_tokens = input_tokens
         """With an LLM and above 0: what the LLM reads is the passages' most central
         sentences, this many tokens of them, instead of the passages."""
 
     def __call__(
-        self, sent_ids: list[int], passages: list[str], template: str, budget: int
+        self, sent_ids: list[int], passages: list[str], template: str
     ) -> tuple[str, list[int]]:
         """(summary, the sentence ids it stands for): extractive offline (the picked ones),
         else the LLM's summary of `passages` (or of their central sentences) with `template`."""
         if self.llm is None:
-            picked = extractive_summary(self.doc.bank, sent_ids, max_tokens=budget)
+            picked = extractive_summary(self.doc.bank, sent_ids, max_tokens=self.budget)
             return self.doc.bank.join(picked), picked
         if self.input_tokens and sent_ids:
             central = extractive_summary(
@@ -172,13 +180,13 @@ class Summarizer:
         else:
             body = fit_passages(passages, self.counter, SUMMARY_PASSAGE_TOKENS)
         prompt = prompts.render(
-            template, passages=prompts.as_data(body), max_words=summary_words(budget)
+            template, passages=prompts.as_data(body), max_words=summary_words(self.budget)
         )
         text = self.llm.complete(
             prompt,
             system=summary_prompt.SYSTEM,
             role="index_summary",
-            max_tokens=SUMMARY_OUTPUT_FACTOR * budget,
+            max_tokens=SUMMARY_OUTPUT_FACTOR * self.budget,
         )
         return " ".join(text.split()), sent_ids
 

@@ -18,7 +18,7 @@ __all__ = [
 
 
 def episodic_units(
-    doc: DocText, summarize: Summarizer, *, window: int, summary_tokens: int, bar: Bar
+    doc: DocText, summarize: Summarizer, *, window: int, bar: Bar
 ) -> tuple[list[Unit], dict[int, str]]:
     """The session units, and the window id of every chunk (chunk index → unit id)."""
     units: list[Unit] = []
@@ -29,7 +29,6 @@ def episodic_units(
             doc.sents_of(idx),
             [doc.chunks[i].text for i in idx],
             summary_prompt.SESSION,
-            summary_tokens,
         )
         unit = doc.unit(
             f"e{w}",

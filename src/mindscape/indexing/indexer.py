@@ -194,8 +194,13 @@ class _DocRun:
 
     def summarizer(self, doc: DocText, part: str) -> Summarizer:
         """What writes `part`'s summaries (episodic or semantic): the LLM or extractive."""
+        cfg = self.cfg
         return Summarizer(
-            doc, self.llm_for(part), self.ix.counter, input_tokens=self.cfg.summary_input_tokens
+            doc,
+            self.llm_for(part),
+            self.ix.counter,
+            budget=cfg.summary_tokens,
+            input_tokens=cfg.summary_input_tokens,
         )
 
     def chunks(self) -> list[Chunk]:
@@ -247,11 +252,7 @@ class _DocRun:
         ix, cfg, bar = self.ix, self.cfg, self.ix._bar
         with ix.stage(self.report, "episodic"):
             episodic, window_of = episodic_units(
-                doc,
-                self.summarizer(doc, "episodic"),
-                window=cfg.window,
-                summary_tokens=cfg.summary_tokens,
-                bar=bar,
+                doc, self.summarizer(doc, "episodic"), window=cfg.window, bar=bar
             )
         with ix.stage(self.report, "semantic"):
             semantic = raptor_units(
@@ -260,7 +261,6 @@ class _DocRun:
                 self.summarizer(doc, "semantic"),
                 self.embed.texts,
                 params=cfg.cluster,
-                summary_tokens=cfg.summary_tokens,
                 bar=bar,
             )
         with ix.stage(self.report, "outline"):

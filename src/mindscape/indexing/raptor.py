@@ -30,7 +30,6 @@ def raptor_units(
     embed_texts: Callable[[list[str], str], np.ndarray],
     *,
     params: ClusterParams,
-    summary_tokens: int,
     bar: Bar,
 ) -> list[Unit]:
     """The tree's cluster units, level by level (`embed_texts` embeds a level's summaries)."""
@@ -49,7 +48,6 @@ def raptor_units(
                 sorted({s for i in c for s in sents[i]}),
                 [texts[i] for i in c],
                 summary_prompt.CLUSTER,
-                summary_tokens,
             )
             new_members.append(sorted({m for i in c for m in members[i]}))
             new_sents.append(picked)
