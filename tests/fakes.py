@@ -547,9 +547,14 @@ class QAScript:
 
 
 def offline_reasoner(vectors: Any, **overrides: Any) -> Any:
-    """The extractive reasoner with the default run's calibration (Context's), over `vectors`."""
+    """The extractive reasoner of the default run (Context's thresholds) over `vectors`, with
+    `overrides` of its thresholds (``open_threshold=0.5``)."""
     from mindscape.context import Context
-    from mindscape.reasoners.offline import OfflineReasoner
-    from mindscape.run import offline_calibration
+    from mindscape.run import offline_reasoner as of_run
 
-    return OfflineReasoner(vectors, **{**offline_calibration(Context()), **overrides})
+    reasoner = of_run(Context().resolved(), vectors)
+    for name, value in overrides.items():
+        if not hasattr(reasoner, name):
+            raise TypeError(f"OfflineReasoner has no {name!r}")
+        setattr(reasoner, name, value)
+    return reasoner

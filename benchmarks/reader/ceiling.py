@@ -68,13 +68,12 @@ def reader() -> Any:
     from mindscape.deps import Deps
     from mindscape.embeddings import load_embedder
     from mindscape.reasoners.llm import LLMReasoner
-    from mindscape.reasoners.offline import OfflineReasoner
     from mindscape.reasoners.sentence_vectors import SentenceVectors
-    from mindscape.run import offline_calibration
+    from mindscape.run import offline_reasoner
 
     deps = Deps(llm_settings=LLMSettings(backend="local"))
     run = Context().resolved()
-    fallback = OfflineReasoner(SentenceVectors(load_embedder()), **offline_calibration(run))
+    fallback = offline_reasoner(run, SentenceVectors(load_embedder()))
     return LLMReasoner(
         deps.get_chat(),
         fallback,

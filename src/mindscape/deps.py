@@ -31,7 +31,7 @@ from mindscape.run import (
     BackendChoice,
     Run,
     ctx_of,
-    offline_calibration,
+    offline_reasoner,
     retrieval_settings,
     run_roles,
     signature_params,
@@ -220,15 +220,12 @@ class Deps:
     def _resolve(self, ctx: Context) -> Run:
         """:meth:`run` for a resolved Context, top down: what the Context decides, then which
         model answers, then the objects built from both."""
-        from mindscape.reasoners.offline import OfflineReasoner
-
         params, settings = signature_params(ctx), retrieval_settings(ctx)
-        calibration = offline_calibration(ctx)
         choice = self.choice(ctx)
         roles = run_roles(ctx.llm_roles, local=choice.local)
         retriever = self._retriever(ctx, params, settings)
         vectors = self._vectors(retriever)
-        offline = OfflineReasoner(vectors, **calibration)
+        offline = offline_reasoner(ctx, vectors)
         return Run(
             ctx=ctx,
             choice=choice,

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from mindscape.memory.retrieval.retriever import Retriever
     from mindscape.memory.store import MemoryStore
     from mindscape.reasoners.base import Reasoner
+    from mindscape.reasoners.offline import OfflineReasoner
+    from mindscape.reasoners.sentence_vectors import SentenceVectors
 
 
 @dataclass(frozen=True)
@@ -149,14 +151,18 @@ def retrieval_settings(
     )
 
 
-def offline_calibration(ctx: Context) -> dict[str, Any]:
-    """The extractive reasoner's thresholds (keyword arguments of ``OfflineReasoner``)."""
-    return {
-        "open_threshold": ctx.open_threshold,
-        "claim_threshold": ctx.claim_threshold,
-        "mc_margin": ctx.mc_margin,
-        "span": ctx.offline_span,
-    }
+def offline_reasoner(ctx: Context, vectors: SentenceVectors) -> OfflineReasoner:
+    """The extractive reasoner of a run (`ctx` resolved) over `vectors`: the Context holds its
+    thresholds."""
+    from mindscape.reasoners.offline import OfflineReasoner
+
+    return OfflineReasoner(
+        vectors,
+        open_threshold=ctx.open_threshold,
+        claim_threshold=ctx.claim_threshold,
+        mc_margin=ctx.mc_margin,
+        span=ctx.offline_span,
+    )
 
 
 def _filled(value: Any, name: str) -> Any:

@@ -55,7 +55,7 @@ def _clip(x: float) -> float:
 
 class OfflineReasoner:
     """Extractive reasoner on an embedder. Thresholds are MiniLM cosines; their values live in
-    Context (:meth:`~mindscape.context.Context.offline_calibration`)."""
+    Context (:func:`mindscape.run.offline_reasoner` builds a run's)."""
 
     name = "offline"
 
