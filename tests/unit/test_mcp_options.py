@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 from mindscape.cli import build_parser
-from mindscape.commands.ask import answer_here, parse_options
-from mindscape.commands.mcp import model_flags
+from mindscape.commands.mcp import book_tools, model_flags
 from mindscape.serve.mcp import BookTools
 
 
 def _tools(*argv: str) -> BookTools:
-    args = build_parser().parse_args(["mcp", "--store", "runs/book", *argv])
-    return BookTools(
-        store=args.store,
-        answer_here=answer_here,
-        parse_ask=parse_options,
-        model_flags=model_flags(args),
-        embedder=args.embedder,
-        preset=args.preset,
-    )
+    return book_tools(build_parser().parse_args(["mcp", "--store", "runs/book", *argv]))
 
 
 def test_an_ask_carries_every_model_option_mcp_was_given() -> None:
@@ -38,3 +29,7 @@ def test_options_not_given_stay_unset_for_ask_to_resolve() -> None:
     assert (asked.model, asked.base_url) == ("qwen", "http://127.0.0.1:9/v1")
     assert asked.llm is None and asked.reader_adapter is None and asked.local_model is None
     assert model_flags(build_parser().parse_args(["mcp"])) == ()
+
+
+def test_no_warm_keeps_asks_in_the_server_process() -> None:
+    assert _tools().warm and not _tools("--no-warm").warm

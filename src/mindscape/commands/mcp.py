@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from mindscape.commands.common import (
     add_command,
@@ -20,6 +21,9 @@ from mindscape.commands.common import (
     add_store_option,
 )
 from mindscape.presets import PRESET_NAMES
+
+if TYPE_CHECKING:
+    from mindscape.serve.mcp import BookTools
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -58,8 +62,7 @@ def run(args: argparse.Namespace) -> int:
         mindscape mcp --store runs/book --preset naive --llm extractive
         mindscape mcp --store runs/library --no-warm --quiet
     """
-    from mindscape.commands.ask import answer_here, parse_options
-    from mindscape.serve.mcp import BookTools, serve
+    from mindscape.serve.mcp import serve
 
     log = logging.getLogger("mindscape")
     if not log.handlers:
@@ -67,19 +70,25 @@ def run(args: argparse.Namespace) -> int:
         handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
         log.addHandler(handler)
     log.setLevel(logging.ERROR if args.quiet else logging.INFO)
-    serve(
-        BookTools(
-            store=args.store,
-            answer_here=answer_here,
-            parse_ask=parse_options,
-            model_flags=model_flags(args),
-            embedder=args.embedder,
-            preset=args.preset,
-            warm=not args.no_warm,
-        ),
-        "ERROR" if args.quiet else "WARNING",
-    )
+    serve(book_tools(args), "ERROR" if args.quiet else "WARNING")
     return 0
+
+
+def book_tools(args: argparse.Namespace) -> BookTools:
+    """The tools of ``mcp``'s command line: its store, preset and model options, answered by
+    ``ask``'s own function."""
+    from mindscape.commands.ask import answer_here, parse_options
+    from mindscape.serve.mcp import BookTools
+
+    return BookTools(
+        store=args.store,
+        answer_here=answer_here,
+        parse_ask=parse_options,
+        model_flags=model_flags(args),
+        embedder=args.embedder,
+        preset=args.preset,
+        warm=not args.no_warm,
+    )
 
 
 MODEL_OPTIONS = ("llm", "model", "base_url", "local_model", "reader_adapter")
