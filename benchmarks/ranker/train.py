@@ -48,7 +48,7 @@ from benchmarks.evidence.focus_recall import holds_answer
 from benchmarks.ranker.evidence_ranking import Captured, capture_pools, measure, summarise
 from benchmarks.ranker.train_data import DATASET, trained_on
 from mindscape.embeddings import minilm_path
-from mindscape.models.manifest import bytes_sha256, write_manifest
+from mindscape.models.manifest import write_artefact
 from mindscape.reasoners import focus
 from mindscape.reasoners.rankers import (
     MODEL_FILE,
@@ -180,8 +180,6 @@ def save_trees(model: Any, out: Path, rows: np.ndarray, provenance: str) -> floa
     gap = float(np.abs(TreeEnsemble(raw).predict(rows) - model.predict(rows)).max())
     if gap > 1e-9:
         raise SystemExit(f"the ONNX trees score {gap:.2g} away from the fitted model: not saved")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / MODEL_FILE).write_bytes(raw)
     meta = {
         "kind": "HistGradientBoostingRegressor over mindscape.reasoners.rankers.features",
         "format": RANKER_FILES.format,
@@ -189,10 +187,8 @@ def save_trees(model: Any, out: Path, rows: np.ndarray, provenance: str) -> floa
         "sklearn": sklearn.__version__,
         "onnx": onnx.__version__,
         "onnx_check": {"rows": len(rows), "max_abs_diff": gap},
-        "created": time.strftime("%Y-%m-%d"),
-        "sha256": {MODEL_FILE: bytes_sha256(raw)},
     }
-    write_manifest(out, meta)
+    write_artefact(out, MODEL_FILE, raw, meta)
     return gap
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 from sklearn.pipeline import make_pipeline
 
 from benchmarks.ranker.train_data import DATASET, trained_on
-from mindscape.models.manifest import bytes_sha256, write_manifest
+from mindscape.models.manifest import write_artefact
 from mindscape.reasoners.layer_router import MODEL_FILE, ROUTER_FILES, THRESHOLD, LayerRouter
 
 SEED = 0
@@ -128,18 +127,14 @@ def save(pipeline: Any, out: Path, questions: list[str], meta: dict[str, Any]) -
     gap = float(np.abs(np.array([router.summary_share(q) for q in questions]) - want).max())
     if gap > 1e-9:
         raise SystemExit(f"the JSON router is {gap:.2g} away from the fitted pipeline: not saved")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / MODEL_FILE).write_bytes(raw)
     manifest = {
         "kind": "scikit-learn Pipeline(TfidfVectorizer(1-2 grams), LogisticRegression(balanced))",
         "format": ROUTER_FILES.format,
         **meta,
         "sklearn": sklearn.__version__,
         "json_check": {"questions": len(questions), "max_abs_diff": gap},
-        "created": time.strftime("%Y-%m-%d"),
-        "sha256": {MODEL_FILE: bytes_sha256(raw)},
     }
-    write_manifest(out, manifest)
+    write_artefact(out, MODEL_FILE, raw, manifest)
     print(f"saved {out / MODEL_FILE} ({len(raw)} bytes; within {gap:.1g} of the pipeline)")
     return gap
 
