@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
+
 from mindscape.cli import build_parser
-from mindscape.commands.mcp import book_tools, model_flags
+from mindscape.commands.common import add_llm_options
+from mindscape.commands.mcp import MODEL_OPTIONS, book_tools, model_flags
 from mindscape.serve.mcp import BookTools
 
 
@@ -29,6 +32,13 @@ def test_options_not_given_stay_unset_for_ask_to_resolve() -> None:
     assert (asked.model, asked.base_url) == ("qwen", "http://127.0.0.1:9/v1")
     assert asked.llm is None and asked.reader_adapter is None and asked.local_model is None
     assert model_flags(build_parser().parse_args(["mcp"])) == ()
+
+
+def test_mcp_passes_on_every_option_of_add_llm_options() -> None:
+    """MODEL_OPTIONS lists what ``add_llm_options`` defines: an option added there reaches ask."""
+    parser = argparse.ArgumentParser()
+    add_llm_options(parser)
+    assert {a.dest for a in parser._actions} - {"help"} == set(MODEL_OPTIONS)
 
 
 def test_no_warm_keeps_asks_in_the_server_process() -> None:
